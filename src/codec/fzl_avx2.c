@@ -1,0 +1,334 @@
+/*
+ * AVX2 kernels of fzl for blocks of 16 values (compiled with -mavx2, called
+ * only when the CPU has AVX2). They write and read exactly the bytes of the
+ * portable coder in fzl.c; tests/codec compare the two.
+ *
+ * Encoding a block: quantise 16 values in two 8-lane registers, check the
+ * reconstruction (outliers are patched by a scalar fix-up), Lorenzo deltas
+ * by a lane rotation, bit length from the OR of |d|, sign masks with
+ * movemask, and bit planes by packing |d| to bytes and peeling the top bit
+ * of every byte with movemask while doubling the bytes.
+ * Decoding: each plane word is spread back to 16 bytes (shuffle + compare),
+ * widened, signed, prefix-summed in registers and scaled by 2eb.
+ */
+#include <immintrin.h>
+#include <math.h>
+
+#include "fzl.h"
+
+int zc_have_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+}
+
+/* Finite min/max of n floats (for REL bounds). Returns 0 if none is finite. */
+int zc_range_f32_avx2(const float *x, size_t n, double *mn, double *mx)
+{
+    const __m256 inf = _mm256_set1_ps(INFINITY), ninf = _mm256_set1_ps(-INFINITY);
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 fmax = _mm256_set1_ps(3.40282347e38f);
+    __m256 lo = inf, hi = ninf, lo2 = inf, hi2 = ninf;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+        __m256 fa = _mm256_cmp_ps(_mm256_and_ps(a, absm), fmax, _CMP_LE_OQ);
+        __m256 fb = _mm256_cmp_ps(_mm256_and_ps(b, absm), fmax, _CMP_LE_OQ);
+        lo = _mm256_min_ps(lo, _mm256_blendv_ps(inf, a, fa));
+        hi = _mm256_max_ps(hi, _mm256_blendv_ps(ninf, a, fa));
+        lo2 = _mm256_min_ps(lo2, _mm256_blendv_ps(inf, b, fb));
+        hi2 = _mm256_max_ps(hi2, _mm256_blendv_ps(ninf, b, fb));
+    }
+    float l[8], h[8], l2[8], h2[8];
+    _mm256_storeu_ps(l, lo);
+    _mm256_storeu_ps(h, hi);
+    _mm256_storeu_ps(l2, lo2);
+    _mm256_storeu_ps(h2, hi2);
+    float L = INFINITY, H = -INFINITY;
+    for (int k = 0; k < 8; k++) {
+        L = l[k] < L ? l[k] : L;
+        L = l2[k] < L ? l2[k] : L;
+        H = h[k] > H ? h[k] : H;
+        H = h2[k] > H ? h2[k] : H;
+    }
+    for (; i < n; i++) {
+        float v = x[i];
+        if (fabsf(v) <= 3.40282347e38f) {
+            L = v < L ? v : L;
+            H = v > H ? v : H;
+        }
+    }
+    *mn = L;
+    *mx = H;
+    return L <= H;
+}
+
+/* Scalar fix-up of a block with outliers: lanes not in ok get the previous
+ * code and are recorded exactly. */
+static int fixup(fzl_enc *e, int32_t q[16], unsigned ok, const void *x, size_t base, int32_t prev)
+{
+    for (unsigned i = 0; i < 16; i++) {
+        if (!((ok >> i) & 1u)) {
+            int rc = fzl_add_outlier(e, (uint32_t)(base + i), (const uint8_t *)x + (base + i) * e->es);
+            if (rc)
+                return rc;
+            q[i] = i ? q[i - 1] : prev;
+        }
+    }
+    return 0;
+}
+
+/* 16 bytes holding the low byte of (a >> shift) of the 16 lanes of a0|a1, in order. */
+static inline __m128i bytes_of(__m256i a0, __m256i a1, int shift, int need_mask)
+{
+    __m128i sh = _mm_cvtsi32_si128(shift);
+    __m256i t0 = _mm256_srl_epi32(a0, sh), t1 = _mm256_srl_epi32(a1, sh);
+    if (need_mask) {
+        const __m256i ff = _mm256_set1_epi32(0xff);
+        t0 = _mm256_and_si256(t0, ff);
+        t1 = _mm256_and_si256(t1, ff);
+    }
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(t0, t1), 0xD8);
+    return _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+}
+
+static inline void put16(uint8_t *p, unsigned v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+/* Emits one block of deltas d0 (values 0..7) and d1 (8..15). */
+static inline int emit16(fzl_enc *e, __m256i d0, __m256i d1)
+{
+    __m256i a0 = _mm256_abs_epi32(d0), a1 = _mm256_abs_epi32(d1);
+    __m256i o = _mm256_or_si256(a0, a1);
+    __m128i o4 = _mm_or_si128(_mm256_castsi256_si128(o), _mm256_extracti128_si256(o, 1));
+    o4 = _mm_or_si128(o4, _mm_shuffle_epi32(o4, 0x4E));
+    o4 = _mm_or_si128(o4, _mm_shuffle_epi32(o4, 0xB1));
+    uint32_t all = (uint32_t)_mm_cvtsi128_si32(o4);
+    if (all == 0) {
+        if (e->orec - e->out < 1)
+            return ZMPI_ERR_DST_TOO_SMALL;
+        *e->out++ = 0;
+        return 0;
+    }
+    unsigned L = 32u - (unsigned)__builtin_clz(all);
+    unsigned neg = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(d0)) |
+                   (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(d1)) << 8;
+    const __m256i zero = _mm256_setzero_si256();
+    unsigned pos = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(d0, zero))) |
+                   (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(d1, zero))) << 8;
+    unsigned S = neg == 0 ? 1u : (pos == 0 ? 2u : 0u);
+    size_t need = 1 + (S == 0 ? 2 : 0) + 2 * L;
+    if ((size_t)(e->orec - e->out) < need)
+        return ZMPI_ERR_DST_TOO_SMALL;
+    uint8_t *o8 = e->out;
+    *o8++ = (uint8_t)(L | S << 6);
+    if (S == 0) {
+        put16(o8, neg);
+        o8 += 2;
+    }
+    for (unsigned g = 0; 8 * g < L; g++) {
+        unsigned kmax = L - 8 * g < 8 ? L - 8 * g : 8;
+        __m128i b = bytes_of(a0, a1, (int)(8 * g), L > 8);
+        /* bring plane kmax-1 to the top bit of every byte, then peel downwards */
+        b = _mm_sll_epi16(b, _mm_cvtsi32_si128((int)(8 - kmax)));
+        for (int j = (int)kmax - 1; j >= 0; j--) {
+            put16(o8 + 2 * (8 * g + (unsigned)j), (unsigned)_mm_movemask_epi8(b));
+            b = _mm_add_epi8(b, b);
+        }
+    }
+    e->out = o8 + 2 * L;
+    return 0;
+}
+
+/* Lorenzo deltas of codes q0|q1 given the previous code in every lane of pv;
+ * returns the new previous-code vector. */
+static inline __m256i deltas(__m256i q0, __m256i q1, __m256i pv, __m256i *d0, __m256i *d1)
+{
+    const __m256i rot = _mm256_setr_epi32(7, 0, 1, 2, 3, 4, 5, 6);
+    const __m256i last = _mm256_set1_epi32(7);
+    __m256i t0 = _mm256_permutevar8x32_epi32(q0, rot), t1 = _mm256_permutevar8x32_epi32(q1, rot);
+    __m256i p1 = _mm256_blend_epi32(t1, t0, 0x01);
+    __m256i p0 = _mm256_blend_epi32(t0, pv, 0x01);
+    *d0 = _mm256_sub_epi32(q0, p0);
+    *d1 = _mm256_sub_epi32(q1, p1);
+    return _mm256_permutevar8x32_epi32(q1, last);
+}
+
+int zc_fzl_encode16_avx2(fzl_enc *e, const fzl_q *qp, zmpi_dtype dtype, const void *x, size_t nfull)
+{
+    __m256i pv = _mm256_set1_epi32(e->prev);
+    if (dtype == ZMPI_FLOAT) {
+        const float *xf = x;
+        const __m256 inv = _mm256_set1_ps(qp->invf), two = _mm256_set1_ps(qp->twof);
+        const __m256 ebf = _mm256_set1_ps(qp->ebf), lim = _mm256_set1_ps((float)FZL_QLIM);
+        const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+        for (size_t b = 0; b < nfull; b++) {
+            const float *p = xf + 16 * b;
+            __m256 x0 = _mm256_loadu_ps(p), x1 = _mm256_loadu_ps(p + 8);
+            __m256 r0 = _mm256_round_ps(_mm256_mul_ps(x0, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            __m256 r1 = _mm256_round_ps(_mm256_mul_ps(x1, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            __m256 k0 = _mm256_cmp_ps(_mm256_and_ps(r0, absm), lim, _CMP_LT_OQ);
+            __m256 k1 = _mm256_cmp_ps(_mm256_and_ps(r1, absm), lim, _CMP_LT_OQ);
+            __m256i q0 = _mm256_cvtps_epi32(r0), q1 = _mm256_cvtps_epi32(r1);
+            __m256 e0 = _mm256_sub_ps(x0, _mm256_mul_ps(_mm256_cvtepi32_ps(q0), two));
+            __m256 e1 = _mm256_sub_ps(x1, _mm256_mul_ps(_mm256_cvtepi32_ps(q1), two));
+            k0 = _mm256_and_ps(k0, _mm256_cmp_ps(_mm256_and_ps(e0, absm), ebf, _CMP_LT_OQ));
+            k1 = _mm256_and_ps(k1, _mm256_cmp_ps(_mm256_and_ps(e1, absm), ebf, _CMP_LT_OQ));
+            unsigned ok = (unsigned)_mm256_movemask_ps(k0) | (unsigned)_mm256_movemask_ps(k1) << 8;
+            if (ok != 0xFFFFu) {
+                int32_t q[16];
+                _mm256_storeu_si256((__m256i *)q, q0);
+                _mm256_storeu_si256((__m256i *)(q + 8), q1);
+                int rc = fixup(e, q, ok, x, 16 * b, _mm256_cvtsi256_si32(pv));
+                if (rc)
+                    return rc;
+                q0 = _mm256_loadu_si256((const __m256i *)q);
+                q1 = _mm256_loadu_si256((const __m256i *)(q + 8));
+            }
+            __m256i d0, d1;
+            pv = deltas(q0, q1, pv, &d0, &d1);
+            int rc = emit16(e, d0, d1);
+            if (rc)
+                return rc;
+        }
+    } else {
+        const double *xd = x;
+        const __m256d inv = _mm256_set1_pd(qp->inv), two = _mm256_set1_pd(qp->two);
+        const __m256d eb = _mm256_set1_pd(qp->eb), lim = _mm256_set1_pd(FZL_QLIM);
+        const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+        for (size_t b = 0; b < nfull; b++) {
+            const double *p = xd + 16 * b;
+            __m128i qq[4];
+            unsigned ok = 0;
+            for (int k = 0; k < 4; k++) {
+                __m256d xv = _mm256_loadu_pd(p + 4 * k);
+                __m256d r = _mm256_round_pd(_mm256_mul_pd(xv, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                __m256d kk = _mm256_cmp_pd(_mm256_and_pd(r, absm), lim, _CMP_LT_OQ);
+                qq[k] = _mm256_cvtpd_epi32(r);
+                __m256d ev = _mm256_sub_pd(xv, _mm256_mul_pd(_mm256_cvtepi32_pd(qq[k]), two));
+                kk = _mm256_and_pd(kk, _mm256_cmp_pd(_mm256_and_pd(ev, absm), eb, _CMP_LT_OQ));
+                ok |= (unsigned)_mm256_movemask_pd(kk) << (4 * k);
+            }
+            __m256i q0 = _mm256_set_m128i(qq[1], qq[0]), q1 = _mm256_set_m128i(qq[3], qq[2]);
+            if (ok != 0xFFFFu) {
+                int32_t q[16];
+                _mm256_storeu_si256((__m256i *)q, q0);
+                _mm256_storeu_si256((__m256i *)(q + 8), q1);
+                int rc = fixup(e, q, ok, x, 16 * b, _mm256_cvtsi256_si32(pv));
+                if (rc)
+                    return rc;
+                q0 = _mm256_loadu_si256((const __m256i *)q);
+                q1 = _mm256_loadu_si256((const __m256i *)(q + 8));
+            }
+            __m256i d0, d1;
+            pv = deltas(q0, q1, pv, &d0, &d1);
+            int rc = emit16(e, d0, d1);
+            if (rc)
+                return rc;
+        }
+    }
+    e->prev = _mm256_cvtsi256_si32(pv);
+    return 0;
+}
+
+/* Inclusive prefix sum of 8 int32 lanes. */
+static inline __m256i prefix8(__m256i d)
+{
+    d = _mm256_add_epi32(d, _mm256_slli_si256(d, 4));
+    d = _mm256_add_epi32(d, _mm256_slli_si256(d, 8));
+    __m256i t = _mm256_permutevar8x32_epi32(d, _mm256_set1_epi32(3));
+    return _mm256_add_epi32(d, _mm256_blend_epi32(_mm256_setzero_si256(), t, 0xF0));
+}
+
+/* Reads one block's deltas into d0|d1; returns bytes consumed or an error. */
+static inline ptrdiff_t read16(const uint8_t *p, size_t avail, __m256i *d0, __m256i *d1)
+{
+    if (avail < 1)
+        return ZMPI_ERR_CORRUPT;
+    unsigned h = p[0], L = h & 63u, S = h >> 6;
+    if (L > 31 || S == 3 || (L == 0 && h != 0))
+        return ZMPI_ERR_CORRUPT;
+    if (L == 0) {
+        *d0 = *d1 = _mm256_setzero_si256();
+        return 1;
+    }
+    size_t bs = 1 + (S == 0 ? 2 : 0) + 2 * (size_t)L;
+    if (bs > avail)
+        return ZMPI_ERR_CORRUPT;
+    const uint8_t *q = p + 1;
+    unsigned neg = 0;
+    if (S == 0) {
+        neg = (unsigned)q[0] | (unsigned)q[1] << 8;
+        q += 2;
+    }
+    const __m128i spread = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m128i bitsel = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, (char)128, 1, 2, 4, 8, 16, 32, 64, (char)128);
+    __m256i m0 = _mm256_setzero_si256(), m1 = _mm256_setzero_si256();
+    for (unsigned g = 0; 8 * g < L; g++) {
+        unsigned kmax = L - 8 * g < 8 ? L - 8 * g : 8;
+        /* planes from the highest down: acc = 2*acc + bit, the bit coming from
+         * spreading the plane's 16 bits over 16 bytes (0xFF where set) */
+        __m128i acc = _mm_setzero_si128();
+        for (int j = (int)kmax - 1; j >= 0; j--) {
+            const uint8_t *w = q + 2 * (8 * g + (unsigned)j);
+            __m128i v = _mm_set1_epi16((short)((unsigned)w[0] | (unsigned)w[1] << 8));
+            v = _mm_cmpeq_epi8(_mm_and_si128(_mm_shuffle_epi8(v, spread), bitsel), bitsel);
+            acc = _mm_sub_epi8(_mm_add_epi8(acc, acc), v);
+        }
+        __m128i sh = _mm_cvtsi32_si128((int)(8 * g));
+        m0 = _mm256_or_si256(m0, _mm256_sll_epi32(_mm256_cvtepu8_epi32(acc), sh));
+        m1 = _mm256_or_si256(m1, _mm256_sll_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(acc, 8)), sh));
+    }
+    if (S == 0) {
+        const __m256i b0 = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+        const __m256i b1 = _mm256_setr_epi32(256, 512, 1024, 2048, 4096, 8192, 16384, 32768);
+        __m256i nm = _mm256_set1_epi32((int)neg);
+        __m256i n0 = _mm256_cmpeq_epi32(_mm256_and_si256(nm, b0), b0);
+        __m256i n1 = _mm256_cmpeq_epi32(_mm256_and_si256(nm, b1), b1);
+        m0 = _mm256_sub_epi32(_mm256_xor_si256(m0, n0), n0);
+        m1 = _mm256_sub_epi32(_mm256_xor_si256(m1, n1), n1);
+    } else if (S == 2) {
+        m0 = _mm256_sub_epi32(_mm256_setzero_si256(), m0);
+        m1 = _mm256_sub_epi32(_mm256_setzero_si256(), m1);
+    }
+    *d0 = m0;
+    *d1 = m1;
+    return (ptrdiff_t)bs;
+}
+
+ptrdiff_t zc_fzl_decode16_avx2(const uint8_t *p, size_t avail, const fzl_q *qp, zmpi_dtype dtype,
+                               void *y, size_t nfull, uint32_t *prev)
+{
+    const __m256i last = _mm256_set1_epi32(7);
+    __m256i pv = _mm256_set1_epi32((int)*prev);
+    size_t pos = 0;
+    for (size_t b = 0; b < nfull; b++) {
+        __m256i d0, d1;
+        ptrdiff_t r = read16(p + pos, avail - pos, &d0, &d1);
+        if (r < 0)
+            return r;
+        pos += (size_t)r;
+        __m256i q0 = _mm256_add_epi32(prefix8(d0), pv);
+        pv = _mm256_permutevar8x32_epi32(q0, last);
+        __m256i q1 = _mm256_add_epi32(prefix8(d1), pv);
+        pv = _mm256_permutevar8x32_epi32(q1, last);
+        if (dtype == ZMPI_FLOAT) {
+            const __m256 two = _mm256_set1_ps(qp->twof);
+            float *o = (float *)y + 16 * b;
+            _mm256_storeu_ps(o, _mm256_mul_ps(_mm256_cvtepi32_ps(q0), two));
+            _mm256_storeu_ps(o + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(q1), two));
+        } else {
+            const __m256d two = _mm256_set1_pd(qp->two);
+            double *o = (double *)y + 16 * b;
+            _mm256_storeu_pd(o, _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(q0)), two));
+            _mm256_storeu_pd(o + 4, _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(q0, 1)), two));
+            _mm256_storeu_pd(o + 8, _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(q1)), two));
+            _mm256_storeu_pd(o + 12, _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(q1, 1)), two));
+        }
+    }
+    *prev = (uint32_t)_mm256_cvtsi256_si32(pv);
+    return (ptrdiff_t)pos;
+}

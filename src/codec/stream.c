@@ -1,0 +1,618 @@
+/*
+ * The zmpi stream: header, segment index, segments (SPEC 1.7).
+ *
+ *   offset size  field
+ *   0      4     magic "ZMPI"
+ *   4      1     format version (ZMPI_STREAM_VERSION)
+ *   5      1     codec id
+ *   6      1     dtype
+ *   7      1     flags (ZMPI_SF_*)
+ *   8      8     element count
+ *   16     8     absolute error bound used (binary64; 0 = none)
+ *   24     4     codec parameter
+ *   28     4     elements per segment
+ *   32     4     number of segments = ceil(count / segment)
+ *   36     4     header check: low 32 bits of XXH3-64 over bytes 0..35, 40..47 and the index
+ *   40     8     channel sequence number (inter-step codecs; else 0)
+ *   48     8*n   index: per segment u32 byte size, u32 checksum (low 32 bits of XXH3-64 of
+ *                the segment's bytes, or 0 without ZMPI_SF_CHECKSUM)
+ *   ...          segments, in order; each starts with a mode byte (SEG_*)
+ *
+ * All integers little-endian. Segments are independent: they are encoded and
+ * decoded in parallel (OpenMP) and will let the collectives pipeline chunks.
+ */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+#ifdef ZMPI_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+#include "channel.h"
+#include "ctx.h"
+#include "internal.h"
+
+#define HDR_SIZE 48u
+#define IDX_ENTRY 8u
+#define MAGIC0 'Z'
+#define MAGIC1 'M'
+#define MAGIC2 'P'
+#define MAGIC3 'I'
+#define SF_KNOWN (ZMPI_SF_CHECKSUM | ZMPI_SF_RESET)
+
+static int resolve_threads(int t)
+{
+#ifdef ZMPI_HAVE_OPENMP
+    return t > 0 ? t : omp_get_max_threads();
+#else
+    (void)t;
+    return 1;
+#endif
+}
+
+static uint32_t header_check(const uint8_t *hdr, size_t nseg)
+{
+    /* bytes 40.. (sequence number and index) are contiguous; chain the seed */
+    XXH64_hash_t head = XXH3_64bits(hdr, 36);
+    return (uint32_t)XXH3_64bits_withSeed(hdr + 40, HDR_SIZE - 40 + IDX_ENTRY * nseg, head);
+}
+
+static uint32_t seg_check(const uint8_t *p, size_t n)
+{
+    return (uint32_t)XXH3_64bits(p, n);
+}
+
+/* The parameter the context requests for a codec, before validation. */
+static long long requested_param(const zmpi_ctx *ctx, zmpi_codec codec)
+{
+    switch (codec) {
+    case ZMPI_CODEC_ZSTD: return ctx->level;
+    case ZMPI_CODEC_FZL: return ctx->block;
+    case ZMPI_CODEC_TRUNC:
+    case ZMPI_CODEC_TRUNC_INTER: return ctx->trunc_bits;
+    default: return 0;
+    }
+}
+
+static int check_param(const zc_codec_ops *ops, zmpi_dtype dtype, long long req, uint32_t *out)
+{
+    long long p = ops->param_check ? ops->param_check(dtype, req) : 0;
+    if (p < 0 || p > UINT32_MAX)
+        return ZMPI_ERR_ARG;
+    *out = (uint32_t)p;
+    return ZMPI_OK;
+}
+
+size_t zmpi_max_compressed_size(const zmpi_ctx *ctx, size_t count, zmpi_dtype dtype)
+{
+    size_t es = zmpi_dtype_size(dtype);
+    if (!ctx || es == 0 || count > SIZE_MAX / es)
+        return 0;
+    size_t seg = ctx->segment;
+    size_t nseg = count / seg + (count % seg != 0);
+    if (nseg > UINT32_MAX)
+        return 0;
+    size_t raw = count * es;
+    size_t extra = HDR_SIZE + nseg * (IDX_ENTRY + 1);
+    if (raw > SIZE_MAX - extra)
+        return 0;
+    return raw + extra;
+}
+
+/* ---- value range for REL bounds ---- */
+#ifdef ZMPI_HAVE_AVX2
+int zc_range_f32_avx2(const float *x, size_t n, double *mn, double *mx);
+int zc_have_avx2(void);
+#endif
+
+/* Finite min/max of x[0..n); returns 0 if there is no finite value. */
+static int range_scalar(const void *src, size_t n, zmpi_dtype dtype, double *mn, double *mx)
+{
+    double lo = INFINITY, hi = -INFINITY;
+    if (dtype == ZMPI_FLOAT) {
+        const float *x = src;
+        float l = INFINITY, h = -INFINITY;
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i];
+            int fin = fabsf(v) <= FLT_MAX;
+            l = (fin && v < l) ? v : l;
+            h = (fin && v > h) ? v : h;
+        }
+        lo = l;
+        hi = h;
+    } else {
+        const double *x = src;
+        for (size_t i = 0; i < n; i++) {
+            double v = x[i];
+            int fin = fabs(v) <= DBL_MAX;
+            lo = (fin && v < lo) ? v : lo;
+            hi = (fin && v > hi) ? v : hi;
+        }
+    }
+    *mn = lo;
+    *mx = hi;
+    return lo <= hi;
+}
+
+static void value_range(const void *src, size_t n, zmpi_dtype dtype, int threads, double *mn,
+                        double *mx)
+{
+    double lo = INFINITY, hi = -INFINITY;
+    size_t es = zmpi_dtype_size(dtype);
+    size_t chunk = (size_t)1 << 20;
+    size_t nchunk = n / chunk + (n % chunk != 0);
+    if (threads > (int)nchunk)
+        threads = (int)(nchunk ? nchunk : 1);
+#ifdef ZMPI_HAVE_OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : lo) reduction(max : hi)
+#endif
+    for (size_t c = 0; c < nchunk; c++) {
+        size_t off = c * chunk, m = n - off < chunk ? n - off : chunk;
+        const void *p = (const uint8_t *)src + off * es;
+        double a, b;
+        int ok;
+#ifdef ZMPI_HAVE_AVX2
+        if (dtype == ZMPI_FLOAT && zc_have_avx2())
+            ok = zc_range_f32_avx2(p, m, &a, &b);
+        else
+#endif
+            ok = range_scalar(p, m, dtype, &a, &b);
+        if (ok) {
+            lo = a < lo ? a : lo;
+            hi = b > hi ? b : hi;
+        }
+    }
+    (void)threads;
+    *mn = lo;
+    *mx = hi;
+}
+
+/* The absolute bound a bounded codec uses for this input (0 = store losslessly). */
+static int effective_eb(const zmpi_ctx *ctx, const void *src, size_t count, zmpi_dtype dtype,
+                        int threads, double *eb)
+{
+    if (ctx->eb_mode == ZMPI_EB_ABS) {
+        *eb = ctx->eb;
+        return ZMPI_OK;
+    }
+    if (ctx->eb_mode != ZMPI_EB_REL)
+        return ZMPI_ERR_BOUND;
+    double mn, mx;
+    value_range(src, count, dtype, threads, &mn, &mx);
+    if (!(mn <= mx)) { /* no finite value */
+        *eb = 0.0;
+        return ZMPI_OK;
+    }
+    double e = ctx->eb * mx - ctx->eb * mn; /* no overflow for ranges beyond DBL_MAX */
+    *eb = (e > 0.0 && isfinite(e)) ? e : (e > 0.0 ? DBL_MAX : 0.0);
+    return ZMPI_OK;
+}
+
+/* ---- one segment ---- */
+
+typedef struct enc_job {
+    const zc_codec_ops *ops;
+    zc_seg seg;       /* n is set per segment */
+    int lossless_eb0; /* bounded codec with eb 0: zstd segments */
+    int checksum;
+} enc_job;
+
+/* Encodes one segment at out (capacity cap). Returns its size or an error. */
+static ptrdiff_t encode_segment(const enc_job *j, const zc_seg *s, const void *src, uint8_t *out,
+                                size_t cap)
+{
+    size_t raw = s->n * zmpi_dtype_size(s->dtype);
+    if (cap < 1)
+        return ZMPI_ERR_DST_TOO_SMALL;
+    size_t ccap = (cap - 1 < raw) ? cap - 1 : raw;
+    ptrdiff_t r = ZMPI_ERR_DST_TOO_SMALL;
+    if (j->lossless_eb0) {
+        r = zc_zstd_compress(src, raw, out + 1, ccap, 1);
+        out[0] = SEG_ZSTD;
+    } else if (j->ops->id != ZMPI_CODEC_STORED) {
+        r = j->ops->encode(s, src, out + 1, ccap);
+        out[0] = SEG_CODEC;
+    }
+    if (r == ZMPI_ERR_DST_TOO_SMALL || r == ZMPI_ERR_ZSTD || (r >= 0 && (size_t)r >= raw)) {
+        if (cap - 1 < raw)
+            return ZMPI_ERR_DST_TOO_SMALL;
+        out[0] = SEG_STORED;
+        memcpy(out + 1, src, raw);
+        return (ptrdiff_t)(raw + 1);
+    }
+    if (r < 0)
+        return r;
+    return r + 1;
+}
+
+static ptrdiff_t compress_impl(zmpi_ctx *ctx, zmpi_channel *ch, const void *src, size_t count,
+                               zmpi_dtype dtype, void *dstv, size_t dst_cap)
+{
+    uint8_t *dst = dstv;
+    const zc_codec_ops *ops = zc_codec_get(ctx ? ctx->codec : ZMPI_CODEC_COUNT_);
+    size_t es = zmpi_dtype_size(dtype);
+    if (!ctx || !dst || (count > 0 && !src))
+        return ZMPI_ERR_ARG;
+    if (!ops)
+        return ZMPI_ERR_CODEC;
+    if (es == 0 || !(ops->dtypes & (1u << dtype)))
+        return ZMPI_ERR_DTYPE;
+    if (ops->inter && !ch)
+        return ZMPI_ERR_NEED_CHANNEL;
+    if (count > (size_t)PTRDIFF_MAX / es / 2 || count > (UINT64_MAX >> 4))
+        return ZMPI_ERR_TOO_LARGE;
+    size_t seg = ctx->segment;
+    size_t nseg = count / seg + (count % seg != 0);
+    if (nseg > UINT32_MAX / 2)
+        return ZMPI_ERR_TOO_LARGE;
+    size_t hsize = HDR_SIZE + IDX_ENTRY * nseg;
+    if (dst_cap < hsize)
+        return ZMPI_ERR_DST_TOO_SMALL;
+
+    int threads = resolve_threads(ctx->threads);
+    uint32_t param;
+    int rc = check_param(ops, dtype, requested_param(ctx, ops->id), &param);
+    if (rc)
+        return rc;
+    double eb = 0.0;
+    if (ops->kind == ZMPI_KIND_BOUNDED) {
+        if (ctx->eb_mode == ZMPI_EB_NONE)
+            return ZMPI_ERR_BOUND;
+        rc = effective_eb(ctx, src, count, dtype, threads, &eb);
+        if (rc)
+            return rc;
+    }
+
+    /* Inter-step channel: decide reset and where the history lives. */
+    uint8_t flags = ctx->checksum ? ZMPI_SF_CHECKSUM : 0;
+    uint64_t seq = 0;
+    uint8_t *hist = NULL;  /* history read by the encoder (NULL = zeros) */
+    uint8_t *hkeep = NULL; /* where the new history goes */
+    size_t hes = 0;
+    if (ops->inter) {
+        hes = ops->hist_elem_size(dtype);
+        size_t need = count * hes;
+        int same = ch->valid && ch->codec == ops->id && ch->dtype == dtype && ch->param == param &&
+                   ch->count == count;
+        seq = ch->seq + 1;
+        if (!same)
+            flags |= ZMPI_SF_RESET;
+        else
+            hist = ch->buf;
+        ch->valid = 0; /* until this message is complete */
+        if (need <= ch->max_bytes && need > 0 && zc_channel_reserve(ch, need) == ZMPI_OK)
+            hkeep = ch->buf;
+        if (!hkeep)
+            hist = NULL, flags |= ZMPI_SF_RESET; /* cannot keep: every message resets */
+    }
+
+    /* Header (index filled below). */
+    dst[0] = MAGIC0; dst[1] = MAGIC1; dst[2] = MAGIC2; dst[3] = MAGIC3;
+    dst[4] = ZMPI_STREAM_VERSION;
+    dst[5] = (uint8_t)ops->id;
+    dst[6] = (uint8_t)dtype;
+    dst[7] = flags;
+    zc_put_u64(dst + 8, count);
+    zc_put_f64(dst + 16, eb);
+    zc_put_u32(dst + 24, param);
+    zc_put_u32(dst + 28, (uint32_t)seg);
+    zc_put_u32(dst + 32, (uint32_t)nseg);
+    zc_put_u64(dst + 40, seq);
+
+    enc_job job = {.ops = ops, .checksum = ctx->checksum,
+                   .lossless_eb0 = (ops->kind == ZMPI_KIND_BOUNDED && eb == 0.0)};
+    job.seg.dtype = dtype;
+    job.seg.eb = eb;
+    job.seg.param = param;
+    job.seg.hist = NULL;
+
+    size_t full_seg_worst = 1 + seg * es;
+    size_t worst_total = hsize + nseg + count * es;
+    if (threads > (int)nseg)
+        threads = (int)(nseg ? nseg : 1);
+    if (dst_cap < worst_total)
+        threads = 1; /* parallel regions need the worst-case layout */
+
+    size_t total = hsize;
+    if (threads <= 1) {
+        for (size_t i = 0; i < nseg && rc == 0; i++) {
+            zc_seg s = job.seg;
+            size_t off = i * seg;
+            s.n = count - off < seg ? count - off : seg;
+            s.hist = hist ? hist + off * hes : NULL;
+            ptrdiff_t r = encode_segment(&job, &s, (const uint8_t *)src + off * es, dst + total,
+                                         dst_cap - total);
+            if (r < 0) {
+                rc = (int)r;
+                break;
+            }
+            zc_put_u32(dst + HDR_SIZE + IDX_ENTRY * i, (uint32_t)r);
+            zc_put_u32(dst + HDR_SIZE + IDX_ENTRY * i + 4,
+                       job.checksum ? seg_check(dst + total, (size_t)r) : 0);
+            total += (size_t)r;
+        }
+    } else {
+        /* Thread t encodes segments [t*nseg/T, (t+1)*nseg/T) sequentially from the
+         * worst-case offset of its first segment; the regions are then compacted. */
+        size_t region_len[256];
+        int trc[256];
+        if (threads > 256)
+            threads = 256;
+#ifdef ZMPI_HAVE_OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+#endif
+        for (int t = 0; t < threads; t++) {
+            size_t s0 = nseg * (size_t)t / (size_t)threads, s1 = nseg * (size_t)(t + 1) / (size_t)threads;
+            size_t pos = hsize + s0 * full_seg_worst, start = pos;
+            int lrc = 0;
+            for (size_t i = s0; i < s1; i++) {
+                zc_seg s = job.seg;
+                size_t off = i * seg;
+                s.n = count - off < seg ? count - off : seg;
+                s.hist = hist ? hist + off * hes : NULL;
+                ptrdiff_t r = encode_segment(&job, &s, (const uint8_t *)src + off * es, dst + pos,
+                                             1 + s.n * es);
+                if (r < 0) {
+                    lrc = (int)r;
+                    break;
+                }
+                zc_put_u32(dst + HDR_SIZE + IDX_ENTRY * i, (uint32_t)r);
+                zc_put_u32(dst + HDR_SIZE + IDX_ENTRY * i + 4,
+                           job.checksum ? seg_check(dst + pos, (size_t)r) : 0);
+                pos += (size_t)r;
+            }
+            trc[t] = lrc;
+            region_len[t] = pos - start;
+        }
+        for (int t = 0; t < threads; t++) {
+            if (trc[t] && !rc)
+                rc = trc[t];
+            size_t s0 = nseg * (size_t)t / (size_t)threads;
+            size_t start = hsize + s0 * full_seg_worst;
+            if (!rc && start != total)
+                memmove(dst + total, dst + start, region_len[t]);
+            total += region_len[t];
+        }
+    }
+    if (rc)
+        return rc; /* channel stays invalid: the next message resets */
+
+    zc_put_u32(dst + 36, header_check(dst, nseg));
+
+    if (ops->inter) {
+        if (hkeep) {
+            for (size_t i = 0; i < nseg; i++) {
+                zc_seg s = job.seg;
+                size_t off = i * seg;
+                s.n = count - off < seg ? count - off : seg;
+                ops->hist_update(&s, (const uint8_t *)src + off * es, hkeep + off * hes);
+            }
+            ch->valid = 1;
+        }
+        ch->codec = ops->id;
+        ch->dtype = dtype;
+        ch->param = param;
+        ch->count = count;
+        ch->seq = seq;
+    }
+    return (ptrdiff_t)total;
+}
+
+ptrdiff_t zmpi_compress(zmpi_ctx *ctx, const void *src, size_t count, zmpi_dtype dtype, void *dst,
+                        size_t dst_cap)
+{
+    return compress_impl(ctx, NULL, src, count, dtype, dst, dst_cap);
+}
+
+ptrdiff_t zmpi_compress_channel(zmpi_ctx *ctx, zmpi_channel *ch, const void *src, size_t count,
+                                zmpi_dtype dtype, void *dst, size_t dst_cap)
+{
+    return compress_impl(ctx, ch, src, count, dtype, dst, dst_cap);
+}
+
+/* ---- decoding ---- */
+
+int zmpi_stream_info_get(const void *srcv, size_t size, zmpi_stream_info *info)
+{
+    const uint8_t *p = srcv;
+    if (!p || !info)
+        return ZMPI_ERR_ARG;
+    if (size < HDR_SIZE || p[0] != MAGIC0 || p[1] != MAGIC1 || p[2] != MAGIC2 || p[3] != MAGIC3)
+        return ZMPI_ERR_CORRUPT;
+    if (p[4] != ZMPI_STREAM_VERSION)
+        return ZMPI_ERR_VERSION;
+    const zc_codec_ops *ops = zc_codec_get((zmpi_codec)p[5]);
+    zmpi_dtype dtype = (zmpi_dtype)p[6];
+    size_t es = zmpi_dtype_size(dtype);
+    if (!ops || es == 0 || !(ops->dtypes & (1u << dtype)) || (p[7] & ~SF_KNOWN))
+        return ZMPI_ERR_CORRUPT;
+    uint64_t count = zc_get_u64(p + 8);
+    double eb = zc_get_f64(p + 16);
+    uint32_t param = zc_get_u32(p + 24), seg = zc_get_u32(p + 28), nseg = zc_get_u32(p + 32);
+    if (count > (uint64_t)(PTRDIFF_MAX / 2) / es || seg == 0 || seg > (1u << 26))
+        return ZMPI_ERR_CORRUPT;
+    if (nseg != count / seg + (count % seg != 0))
+        return ZMPI_ERR_CORRUPT;
+    if (!(eb >= 0.0) || !isfinite(eb) || (ops->kind != ZMPI_KIND_BOUNDED && eb != 0.0))
+        return ZMPI_ERR_CORRUPT;
+    uint32_t chk;
+    if (check_param(ops, dtype, param, &chk) != ZMPI_OK || chk != param)
+        return ZMPI_ERR_CORRUPT;
+    if (!ops->inter && (p[7] & ZMPI_SF_RESET))
+        return ZMPI_ERR_CORRUPT;
+    if (nseg > (size - HDR_SIZE) / IDX_ENTRY)
+        return ZMPI_ERR_CORRUPT;
+    size_t hsize = HDR_SIZE + (size_t)nseg * IDX_ENTRY;
+    if (header_check(p, nseg) != zc_get_u32(p + 36))
+        return ZMPI_ERR_CORRUPT;
+    size_t total = hsize;
+    for (uint32_t i = 0; i < nseg; i++) {
+        uint32_t sz = zc_get_u32(p + HDR_SIZE + (size_t)IDX_ENTRY * i);
+        if (sz == 0 || sz > size - total)
+            return ZMPI_ERR_CORRUPT;
+        if (!(p[7] & ZMPI_SF_CHECKSUM) && zc_get_u32(p + HDR_SIZE + (size_t)IDX_ENTRY * i + 4))
+            return ZMPI_ERR_CORRUPT;
+        total += sz;
+    }
+    info->codec = ops->id;
+    info->dtype = dtype;
+    info->count = count;
+    info->eb = eb;
+    info->param = param;
+    info->segment = seg;
+    info->nsegments = nseg;
+    info->flags = p[7];
+    info->seq = zc_get_u64(p + 40);
+    info->header_size = hsize;
+    info->stream_size = total;
+    return ZMPI_OK;
+}
+
+static int decode_segment(const zc_codec_ops *ops, const zc_seg *s, const uint8_t *p, size_t sz,
+                          uint32_t check, int checksum, void *dst)
+{
+    size_t raw = s->n * zmpi_dtype_size(s->dtype);
+    if (checksum && seg_check(p, sz) != check)
+        return ZMPI_ERR_CHECKSUM;
+    switch (p[0]) {
+    case SEG_STORED:
+        if (sz != raw + 1)
+            return ZMPI_ERR_CORRUPT;
+        memcpy(dst, p + 1, raw);
+        return ZMPI_OK;
+    case SEG_ZSTD:
+        return zc_zstd_decompress(p + 1, sz - 1, dst, raw);
+    case SEG_CODEC:
+        if (ops->kind == ZMPI_KIND_BOUNDED && s->eb == 0.0)
+            return ZMPI_ERR_CORRUPT;
+        return ops->decode(s, p + 1, sz - 1, dst);
+    }
+    return ZMPI_ERR_CORRUPT;
+}
+
+static ptrdiff_t decompress_impl(zmpi_ctx *ctx, zmpi_channel *ch, const void *srcv, size_t size,
+                                 void *dstv, size_t dst_cap)
+{
+    const uint8_t *src = srcv;
+    uint8_t *dst = dstv;
+    zmpi_stream_info info;
+    if (!ctx || !src)
+        return ZMPI_ERR_ARG;
+    int rc = zmpi_stream_info_get(src, size, &info);
+    if (rc)
+        return rc;
+    if (info.stream_size != size)
+        return ZMPI_ERR_CORRUPT; /* trailing bytes */
+    const zc_codec_ops *ops = zc_codec_get(info.codec);
+    size_t es = zmpi_dtype_size(info.dtype);
+    size_t out = (size_t)info.count * es;
+    if (out > dst_cap)
+        return ZMPI_ERR_DST_TOO_SMALL;
+    if (out > 0 && !dst)
+        return ZMPI_ERR_ARG;
+    if (ops->inter && !ch)
+        return ZMPI_ERR_NEED_CHANNEL;
+
+    const uint8_t *hist = NULL;
+    size_t hes = 0;
+    if (ops->inter) {
+        hes = ops->hist_elem_size(info.dtype);
+        if (!(info.flags & ZMPI_SF_RESET)) {
+            int ok = ch->valid && ch->codec == info.codec && ch->dtype == info.dtype &&
+                     ch->param == info.param && ch->count == info.count &&
+                     ch->seq + 1 == info.seq;
+            if (!ok) {
+                ch->valid = 0;
+                return ZMPI_ERR_CHANNEL;
+            }
+            hist = ch->buf;
+        }
+        ch->valid = 0;
+    }
+
+    size_t nseg = info.nsegments, seg = info.segment;
+    int threads = resolve_threads(ctx->threads);
+    if (threads > (int)nseg)
+        threads = (int)(nseg ? nseg : 1);
+    int checksum = (info.flags & ZMPI_SF_CHECKSUM) != 0;
+    zc_seg base = {.dtype = info.dtype, .eb = info.eb, .param = info.param, .hist = NULL};
+
+    if (threads <= 1) {
+        size_t pos = info.header_size;
+        for (size_t i = 0; i < nseg && !rc; i++) {
+            zc_seg s = base;
+            size_t off = i * seg;
+            s.n = (size_t)info.count - off < seg ? (size_t)info.count - off : seg;
+            s.hist = hist ? hist + off * hes : NULL;
+            size_t sz = zc_get_u32(src + HDR_SIZE + IDX_ENTRY * i);
+            rc = decode_segment(ops, &s, src + pos, sz, zc_get_u32(src + HDR_SIZE + IDX_ENTRY * i + 4),
+                                checksum, dst + off * es);
+            pos += sz;
+        }
+    } else {
+        /* Offsets from the (validated) index, then segments in parallel. */
+        int trc[256];
+        if (threads > 256)
+            threads = 256;
+#ifdef ZMPI_HAVE_OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+#endif
+        for (int t = 0; t < threads; t++) {
+            size_t s0 = nseg * (size_t)t / (size_t)threads, s1 = nseg * (size_t)(t + 1) / (size_t)threads;
+            size_t pos = info.header_size;
+            for (size_t i = 0; i < s0; i++)
+                pos += zc_get_u32(src + HDR_SIZE + IDX_ENTRY * i);
+            int lrc = 0;
+            for (size_t i = s0; i < s1 && !lrc; i++) {
+                zc_seg s = base;
+                size_t off = i * seg;
+                s.n = (size_t)info.count - off < seg ? (size_t)info.count - off : seg;
+                s.hist = hist ? hist + off * hes : NULL;
+                size_t sz = zc_get_u32(src + HDR_SIZE + IDX_ENTRY * i);
+                lrc = decode_segment(ops, &s, src + pos, sz,
+                                     zc_get_u32(src + HDR_SIZE + IDX_ENTRY * i + 4), checksum,
+                                     dst + off * es);
+                pos += sz;
+            }
+            trc[t] = lrc;
+        }
+        for (int t = 0; t < threads; t++)
+            if (trc[t] && !rc)
+                rc = trc[t];
+    }
+    if (rc)
+        return rc;
+
+    if (ops->inter) {
+        size_t need = (size_t)info.count * hes;
+        if (need > 0 && need <= ch->max_bytes && zc_channel_reserve(ch, need) == ZMPI_OK) {
+            for (size_t i = 0; i < nseg; i++) {
+                zc_seg s = base;
+                size_t off = i * seg;
+                s.n = (size_t)info.count - off < seg ? (size_t)info.count - off : seg;
+                ops->hist_update(&s, dst + off * es, ch->buf + off * hes);
+            }
+            ch->valid = 1;
+        }
+        ch->codec = info.codec;
+        ch->dtype = info.dtype;
+        ch->param = info.param;
+        ch->count = info.count;
+        ch->seq = info.seq;
+    }
+    return (ptrdiff_t)out;
+}
+
+ptrdiff_t zmpi_decompress(zmpi_ctx *ctx, const void *src, size_t src_size, void *dst, size_t dst_cap)
+{
+    return decompress_impl(ctx, NULL, src, src_size, dst, dst_cap);
+}
+
+ptrdiff_t zmpi_decompress_channel(zmpi_ctx *ctx, zmpi_channel *ch, const void *src,
+                                  size_t src_size, void *dst, size_t dst_cap)
+{
+    return decompress_impl(ctx, ch, src, src_size, dst, dst_cap);
+}

@@ -1,0 +1,577 @@
+/* `zmpi codec list|eval|compress|decompress|info` */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "zmpi/codec.h"
+
+static void codec_usage(FILE *f)
+{
+    fprintf(f,
+            "usage:\n"
+            "  zmpi codec list\n"
+            "  zmpi codec eval FILE --dtype f32|f64 --codec NAME [--rel X | --abs X]\n"
+            "                  [--threads T] [--repeat R] [--json] [TUNING]\n"
+            "  zmpi codec compress IN OUT --dtype f32|f64|u8 --codec NAME [--rel X | --abs X]\n"
+            "                  [--threads T] [TUNING]\n"
+            "  zmpi codec decompress IN OUT [--threads T]\n"
+            "  zmpi codec info FILE\n"
+            "TUNING: --segment N (elements per segment, default 65536), --block 8|16|32|64 (fzl),\n"
+            "        --level L (zstd), --trunc-bits N (trunc), --no-checksum\n"
+            "A bound (--rel or --abs) is required by the error-bounded codecs and ignored\n"
+            "by the lossless and fixed-precision ones. Raw files are little-endian arrays.\n"
+            "eval --json prints one object: codec, dtype, count, eb, ratio, comp_gbps,\n"
+            "decomp_gbps, max_abs_err, max_err_over_eb, psnr, nrmse (speeds: medians of the\n"
+            "repeats, GB = 1e9 bytes of original data; non-finite numbers are null).\n");
+}
+
+void *cli_read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "zmpi: cannot open '%s': %s\n", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 20, len = 0;
+    unsigned char *buf = malloc(cap);
+    while (buf) {
+        if (len == cap) {
+            unsigned char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t r = fread(buf + len, 1, cap - len, f);
+        len += r;
+        if (r == 0)
+            break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!buf) {
+        fprintf(stderr, "zmpi: out of memory reading '%s'\n", path);
+        return NULL;
+    }
+    if (err) {
+        fprintf(stderr, "zmpi: read error on '%s'\n", path);
+        free(buf);
+        return NULL;
+    }
+    *size = len;
+    return buf;
+}
+
+int cli_write_file(const char *path, const void *data, size_t size)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp) {
+        fprintf(stderr, "zmpi: out of memory\n");
+        return -1;
+    }
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        fprintf(stderr, "zmpi: cannot create '%s': %s\n", tmp, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    int ok = fwrite(data, 1, size, f) == size;
+    ok = (fflush(f) == 0) && ok;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        fprintf(stderr, "zmpi: cannot write '%s': %s\n", path, strerror(errno));
+        remove(tmp);
+        free(tmp);
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}
+
+typedef struct opts {
+    const char *dtype_s, *codec_s;
+    zmpi_eb_mode mode;
+    double eb;
+    long threads, repeat, segment, block, level, trunc_bits;
+    int json, no_checksum;
+    const char *pos[2];
+    int npos;
+} opts;
+
+static int parse_num(const char *opt, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno) {
+        fprintf(stderr, "zmpi: %s expects a number, got '%s'\n", opt, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "zmpi: %s expects an integer in [%ld, %ld], got '%s'\n", opt, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_opts(int argc, char **argv, int maxpos, opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->threads = 1;
+    o->repeat = 5;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = !strcmp(a, "--dtype") || !strcmp(a, "--codec") || !strcmp(a, "--rel") ||
+                    !strcmp(a, "--abs") || !strcmp(a, "--threads") || !strcmp(a, "--repeat") ||
+                    !strcmp(a, "--segment") || !strcmp(a, "--block") || !strcmp(a, "--level") ||
+                    !strcmp(a, "--trunc-bits");
+        if (takes && !v) {
+            fprintf(stderr, "zmpi: %s needs a value\n", a);
+            return -1;
+        }
+        int rc = 0;
+        if (!strcmp(a, "--dtype"))
+            o->dtype_s = v;
+        else if (!strcmp(a, "--codec"))
+            o->codec_s = v;
+        else if (!strcmp(a, "--rel") || !strcmp(a, "--abs")) {
+            if (o->mode != ZMPI_EB_NONE) {
+                fprintf(stderr, "zmpi: give one bound, --rel or --abs\n");
+                return -1;
+            }
+            o->mode = a[2] == 'r' ? ZMPI_EB_REL : ZMPI_EB_ABS;
+            rc = parse_num(a, v, &o->eb);
+            if (!rc && (!(o->eb > 0) || !isfinite(o->eb))) {
+                fprintf(stderr, "zmpi: %s must be a finite number > 0, got '%s'\n", a, v);
+                rc = -1;
+            }
+        } else if (!strcmp(a, "--threads"))
+            rc = parse_long(a, v, 0, 4096, &o->threads);
+        else if (!strcmp(a, "--repeat"))
+            rc = parse_long(a, v, 1, 100000, &o->repeat);
+        else if (!strcmp(a, "--segment"))
+            rc = parse_long(a, v, 1, 1L << 26, &o->segment);
+        else if (!strcmp(a, "--block"))
+            rc = parse_long(a, v, 8, 64, &o->block);
+        else if (!strcmp(a, "--level"))
+            rc = parse_long(a, v, 1, 22, &o->level);
+        else if (!strcmp(a, "--trunc-bits"))
+            rc = parse_long(a, v, 1, 52, &o->trunc_bits);
+        else if (!strcmp(a, "--json")) {
+            o->json = 1;
+            continue;
+        } else if (!strcmp(a, "--no-checksum")) {
+            o->no_checksum = 1;
+            continue;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "zmpi: unknown option '%s' (try 'zmpi codec --help')\n", a);
+            return -1;
+        } else {
+            if (o->npos >= maxpos) {
+                fprintf(stderr, "zmpi: unexpected argument '%s'\n", a);
+                return -1;
+            }
+            o->pos[o->npos++] = a;
+            continue;
+        }
+        if (rc)
+            return -1;
+        i++;
+    }
+    if (o->npos < maxpos) {
+        fprintf(stderr, "zmpi: missing %s (try 'zmpi codec --help')\n",
+                maxpos == 2 ? "input and output files" : "input file");
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_dtype(const char *s, zmpi_dtype *dt)
+{
+    if (!s) {
+        fprintf(stderr, "zmpi: --dtype is required (f32, f64 or u8)\n");
+        return -1;
+    }
+    if (!strcmp(s, "f32") || !strcmp(s, "float"))
+        *dt = ZMPI_FLOAT;
+    else if (!strcmp(s, "f64") || !strcmp(s, "double"))
+        *dt = ZMPI_DOUBLE;
+    else if (!strcmp(s, "u8") || !strcmp(s, "byte"))
+        *dt = ZMPI_BYTE;
+    else {
+        fprintf(stderr, "zmpi: unknown dtype '%s' (f32, f64 or u8)\n", s);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *dtype_name(zmpi_dtype dt)
+{
+    return dt == ZMPI_FLOAT ? "f32" : dt == ZMPI_DOUBLE ? "f64" : "u8";
+}
+
+/* Builds a context from the options; prints and returns NULL on error. */
+static zmpi_ctx *make_ctx(const opts *o, zmpi_dtype dt, zmpi_codec *codec_out)
+{
+    if (!o->codec_s) {
+        fprintf(stderr, "zmpi: --codec is required ('zmpi codec list' shows them)\n");
+        return NULL;
+    }
+    int c = zmpi_codec_from_name(o->codec_s);
+    if (c < 0) {
+        fprintf(stderr, "zmpi: unknown codec '%s' ('zmpi codec list' shows them)\n", o->codec_s);
+        return NULL;
+    }
+    zmpi_ctx *ctx = zmpi_ctx_create();
+    if (!ctx) {
+        fprintf(stderr, "zmpi: out of memory\n");
+        return NULL;
+    }
+    zmpi_ctx_set_codec(ctx, (zmpi_codec)c);
+    int kind = zmpi_codec_kind((zmpi_codec)c);
+    const char *bad = NULL;
+    if (kind == ZMPI_KIND_BOUNDED) {
+        if (o->mode == ZMPI_EB_NONE)
+            bad = "this codec is error-bounded: give --rel X or --abs X";
+        else
+            zmpi_ctx_set_bound(ctx, o->mode, o->eb);
+    }
+    if (!bad && zmpi_ctx_set_param(ctx, ZMPI_P_THREADS, o->threads) < 0)
+        bad = "bad --threads";
+    if (!bad && o->segment && zmpi_ctx_set_param(ctx, ZMPI_P_SEGMENT, o->segment) < 0)
+        bad = "bad --segment";
+    if (!bad && o->block && zmpi_ctx_set_param(ctx, ZMPI_P_BLOCK, o->block) < 0)
+        bad = "--block must be 8, 16, 32 or 64";
+    if (!bad && o->level && zmpi_ctx_set_param(ctx, ZMPI_P_LEVEL, o->level) < 0)
+        bad = "bad --level";
+    if (!bad && o->trunc_bits) {
+        long max = dt == ZMPI_FLOAT ? 23 : 52;
+        if (o->trunc_bits > max || zmpi_ctx_set_param(ctx, ZMPI_P_TRUNC_BITS, o->trunc_bits) < 0)
+            bad = dt == ZMPI_FLOAT ? "--trunc-bits must be 1..23 for f32" : "--trunc-bits must be 1..52";
+    }
+    if (!bad && o->no_checksum)
+        zmpi_ctx_set_param(ctx, ZMPI_P_CHECKSUM, 0);
+    if (bad) {
+        fprintf(stderr, "zmpi: %s\n", bad);
+        zmpi_ctx_free(ctx);
+        return NULL;
+    }
+    *codec_out = (zmpi_codec)c;
+    return ctx;
+}
+
+static void *load_array(const char *path, zmpi_dtype dt, size_t *count)
+{
+    size_t size;
+    void *buf = cli_read_file(path, &size);
+    if (!buf)
+        return NULL;
+    size_t es = zmpi_dtype_size(dt);
+    if (size % es) {
+        fprintf(stderr, "zmpi: '%s' has %zu bytes, not a whole number of %s elements\n", path, size,
+                dtype_name(dt));
+        free(buf);
+        return NULL;
+    }
+    *count = size / es;
+    return buf;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void json_num(const char *key, double v, int last)
+{
+    if (isfinite(v))
+        printf("\"%s\": %.17g%s", key, v, last ? "" : ", ");
+    else
+        printf("\"%s\": null%s", key, last ? "" : ", ");
+}
+
+static int cmd_eval(int argc, char **argv)
+{
+    opts o;
+    zmpi_dtype dt;
+    zmpi_codec codec;
+    if (parse_opts(argc, argv, 1, &o) || parse_dtype(o.dtype_s, &dt))
+        return 2;
+    if (dt == ZMPI_BYTE) {
+        fprintf(stderr, "zmpi: eval measures errors of float data: use --dtype f32 or f64\n");
+        return 2;
+    }
+    zmpi_ctx *ctx = make_ctx(&o, dt, &codec);
+    if (!ctx)
+        return 2;
+    size_t n = 0;
+    int status = 1;
+    void *x = load_array(o.pos[0], dt, &n);
+    size_t es = zmpi_dtype_size(dt), raw = n * es;
+    size_t cap = zmpi_max_compressed_size(ctx, n, dt);
+    void *buf = x ? malloc(cap ? cap : 1) : NULL;
+    void *y = x ? malloc(raw ? raw : 1) : NULL;
+    double *tc = malloc(sizeof(double) * (size_t)o.repeat), *td = malloc(sizeof(double) * (size_t)o.repeat);
+    zmpi_channel *chc = zmpi_channel_create(0), *chd = zmpi_channel_create(0);
+    if (!x)
+        goto out;
+    if (!buf || !y || !tc || !td || !chc || !chd) {
+        fprintf(stderr, "zmpi: out of memory\n");
+        goto out;
+    }
+    ptrdiff_t len = 0, got = 0;
+    for (long r = 0; r < o.repeat; r++) {
+        /* each round is a fresh channel pair, so inter-step codecs see a first message */
+        zmpi_channel_reset(chc);
+        zmpi_channel_reset(chd);
+        double t0 = now_s();
+        len = zmpi_compress_channel(ctx, chc, x, n, dt, buf, cap);
+        double t1 = now_s();
+        if (len < 0) {
+            fprintf(stderr, "zmpi: compression failed: %s\n", zmpi_strerror((int)len));
+            goto out;
+        }
+        got = zmpi_decompress_channel(ctx, chd, buf, (size_t)len, y, raw);
+        double t2 = now_s();
+        if (got < 0 || (size_t)got != raw) {
+            fprintf(stderr, "zmpi: decompression failed: %s\n",
+                    got < 0 ? zmpi_strerror((int)got) : "wrong size");
+            goto out;
+        }
+        tc[r] = t1 - t0;
+        td[r] = t2 - t1;
+    }
+    zmpi_stream_info info;
+    zmpi_stream_info_get(buf, (size_t)len, &info);
+    zmpi_quality q;
+    zmpi_quality_compare(x, y, n, dt, &q);
+    int kind = zmpi_codec_kind(codec);
+    double eb = kind == ZMPI_KIND_BOUNDED ? info.eb : 0.0;
+    double over = kind == ZMPI_KIND_BOUNDED ? (eb > 0 ? q.max_abs_err / eb : 0.0)
+                                            : (kind == ZMPI_KIND_LOSSLESS ? 0.0 : NAN);
+    int lossless_bad = kind == ZMPI_KIND_LOSSLESS && memcmp(x, y, raw) != 0;
+    int bound_bad = kind == ZMPI_KIND_BOUNDED && q.max_abs_err > eb;
+    double cm = median(tc, (size_t)o.repeat), dm = median(td, (size_t)o.repeat);
+    double ratio = len > 0 ? (double)raw / (double)len : 0.0;
+    double cg = cm > 0 ? (double)raw / cm / 1e9 : 0.0, dg = dm > 0 ? (double)raw / dm / 1e9 : 0.0;
+    if (o.json) {
+        printf("{\"codec\": \"%s\", \"dtype\": \"%s\", \"count\": %zu, ", zmpi_codec_name(codec),
+               dtype_name(dt), n);
+        json_num("eb", eb, 0);
+        json_num("ratio", ratio, 0);
+        json_num("comp_gbps", cg, 0);
+        json_num("decomp_gbps", dg, 0);
+        json_num("max_abs_err", q.max_abs_err, 0);
+        json_num("max_err_over_eb", over, 0);
+        json_num("psnr", q.psnr, 0);
+        json_num("nrmse", q.nrmse, 1);
+        printf("}\n");
+    } else {
+        printf("codec            %s\n", zmpi_codec_name(codec));
+        printf("file             %s (%zu x %s, %.3f MB)\n", o.pos[0], n, dtype_name(dt), (double)raw / 1e6);
+        if (kind == ZMPI_KIND_BOUNDED)
+            printf("bound            %s %g -> absolute eb %.6g\n", o.mode == ZMPI_EB_REL ? "REL" : "ABS",
+                   o.eb, eb);
+        printf("ratio            %.3f (%zu -> %td bytes)\n", ratio, raw, len);
+        printf("compress         %.3f GB/s (median of %ld)\n", cg, o.repeat);
+        printf("decompress       %.3f GB/s\n", dg);
+        printf("max abs error    %.6g", q.max_abs_err);
+        if (kind == ZMPI_KIND_BOUNDED)
+            printf("  (%.4f of the bound)", over);
+        printf("\nPSNR             %.2f dB\nNRMSE            %.3g\n", q.psnr, q.nrmse);
+        if (q.nonfinite_mismatch)
+            printf("non-finite values not reproduced: %llu\n", (unsigned long long)q.nonfinite_mismatch);
+    }
+    status = 0;
+    if (lossless_bad || bound_bad || q.nonfinite_mismatch) {
+        fprintf(stderr, "zmpi: BUG: %s\n",
+                lossless_bad ? "lossless round trip differs" : bound_bad ? "error bound violated"
+                                                                          : "non-finite value altered");
+        status = 3;
+    }
+out:
+    zmpi_channel_free(chc);
+    zmpi_channel_free(chd);
+    free(tc);
+    free(td);
+    free(x);
+    free(y);
+    free(buf);
+    zmpi_ctx_free(ctx);
+    return status;
+}
+
+static int cmd_compress(int argc, char **argv)
+{
+    opts o;
+    zmpi_dtype dt;
+    zmpi_codec codec;
+    if (parse_opts(argc, argv, 2, &o) || parse_dtype(o.dtype_s, &dt))
+        return 2;
+    zmpi_ctx *ctx = make_ctx(&o, dt, &codec);
+    if (!ctx)
+        return 2;
+    if (zmpi_codec_needs_channel(codec))
+        fprintf(stderr, "zmpi: note: %s is an inter-step codec; a single file is its first message\n",
+                zmpi_codec_name(codec));
+    size_t n = 0;
+    int status = 1;
+    void *x = load_array(o.pos[0], dt, &n);
+    size_t cap = zmpi_max_compressed_size(ctx, n, dt);
+    void *buf = x ? malloc(cap ? cap : 1) : NULL;
+    zmpi_channel *ch = zmpi_channel_create(0);
+    if (x && (!buf || !ch))
+        fprintf(stderr, "zmpi: out of memory\n");
+    if (x && buf && ch) {
+        ptrdiff_t len = zmpi_compress_channel(ctx, ch, x, n, dt, buf, cap);
+        if (len < 0)
+            fprintf(stderr, "zmpi: compressing '%s': %s\n", o.pos[0], zmpi_strerror((int)len));
+        else if (cli_write_file(o.pos[1], buf, (size_t)len) == 0)
+            status = 0;
+    }
+    zmpi_channel_free(ch);
+    free(x);
+    free(buf);
+    zmpi_ctx_free(ctx);
+    return status;
+}
+
+static int cmd_decompress(int argc, char **argv)
+{
+    opts o;
+    if (parse_opts(argc, argv, 2, &o))
+        return 2;
+    size_t size;
+    void *src = cli_read_file(o.pos[0], &size);
+    if (!src)
+        return 1;
+    int status = 1;
+    zmpi_stream_info info;
+    int rc = zmpi_stream_info_get(src, size, &info);
+    zmpi_ctx *ctx = zmpi_ctx_create();
+    zmpi_channel *ch = zmpi_channel_create(0);
+    void *y = NULL;
+    if (rc) {
+        fprintf(stderr, "zmpi: '%s': %s\n", o.pos[0], zmpi_strerror(rc));
+        goto out;
+    }
+    size_t raw = (size_t)info.count * zmpi_dtype_size(info.dtype);
+    y = malloc(raw ? raw : 1);
+    if (!ctx || !ch || !y) {
+        fprintf(stderr, "zmpi: out of memory\n");
+        goto out;
+    }
+    zmpi_ctx_set_param(ctx, ZMPI_P_THREADS, o.threads);
+    ptrdiff_t got = zmpi_decompress_channel(ctx, ch, src, size, y, raw);
+    if (got < 0) {
+        fprintf(stderr, "zmpi: '%s': %s\n", o.pos[0], zmpi_strerror((int)got));
+        goto out;
+    }
+    if (cli_write_file(o.pos[1], y, raw) == 0)
+        status = 0;
+out:
+    zmpi_channel_free(ch);
+    zmpi_ctx_free(ctx);
+    free(src);
+    free(y);
+    return status;
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    opts o;
+    if (parse_opts(argc, argv, 1, &o))
+        return 2;
+    size_t size;
+    void *src = cli_read_file(o.pos[0], &size);
+    if (!src)
+        return 1;
+    zmpi_stream_info info;
+    int rc = zmpi_stream_info_get(src, size, &info);
+    free(src);
+    if (rc) {
+        fprintf(stderr, "zmpi: '%s': %s\n", o.pos[0], zmpi_strerror(rc));
+        return 1;
+    }
+    printf("codec       %s\ndtype       %s\ncount       %llu\neb          %.17g\nparam       %u\n"
+           "segment     %u elements x %u\nflags       %s%s\nseq         %llu\nsize        %zu bytes"
+           "%s\n",
+           zmpi_codec_name(info.codec), dtype_name(info.dtype), (unsigned long long)info.count,
+           info.eb, info.param, info.segment, info.nsegments,
+           info.flags & ZMPI_SF_CHECKSUM ? "checksum " : "", info.flags & ZMPI_SF_RESET ? "reset" : "",
+           (unsigned long long)info.seq, info.stream_size,
+           info.stream_size != size ? " (file has trailing bytes)" : "");
+    return 0;
+}
+
+static int cmd_list(void)
+{
+    static const char *kinds[] = {"lossless", "bounded", "fixed"};
+    printf("%-14s %-9s %-12s %s\n", "codec", "kind", "dtypes", "description");
+    for (int c = 0; c < ZMPI_CODEC_COUNT_; c++) {
+        int k = zmpi_codec_kind((zmpi_codec)c);
+        const char *dts = c == ZMPI_CODEC_DP2SP || c == ZMPI_CODEC_DP2SP_INTER ? "f64"
+                          : c == ZMPI_CODEC_STORED || c == ZMPI_CODEC_ZSTD     ? "f32 f64 u8"
+                                                                               : "f32 f64";
+        printf("%-14s %-9s %-12s %s%s\n", zmpi_codec_name((zmpi_codec)c), kinds[k], dts,
+               zmpi_codec_description((zmpi_codec)c),
+               zmpi_codec_needs_channel((zmpi_codec)c) ? " [inter-step]" : "");
+    }
+    return 0;
+}
+
+int zmpi_cli_codec(int argc, char **argv)
+{
+    if (argc < 1 || !strcmp(argv[0], "-h") || !strcmp(argv[0], "--help")) {
+        codec_usage(argc < 1 ? stderr : stdout);
+        return argc < 1 ? 2 : 0;
+    }
+    if (!strcmp(argv[0], "list"))
+        return cmd_list();
+    if (!strcmp(argv[0], "eval"))
+        return cmd_eval(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "compress"))
+        return cmd_compress(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "decompress"))
+        return cmd_decompress(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "info"))
+        return cmd_info(argc - 1, argv + 1);
+    fprintf(stderr, "zmpi: unknown codec command '%s' (try 'zmpi codec --help')\n", argv[0]);
+    return 2;
+}
