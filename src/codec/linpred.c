@@ -27,9 +27,10 @@
  * (linpred-bit x-field, below; also re-checked, and should that check ever
  * fail the encoder returns ZMPI_ERR_DST_TOO_SMALL so that the framework
  * stores the segment raw). NaN (any payload) and +-Inf are always stored
- * bit-exactly. The build must use IEEE-754 double arithmetic without
- * excess precision or fast-math (checked below); the arithmetic is written
- * with additions and subtractions only, so FMA contraction cannot alter it.
+ * bit-exactly. The build must use IEEE-754 float/double arithmetic without
+ * excess precision or fast-math (checked below), with gradual underflow (no
+ * FTZ/DAZ at run time); the arithmetic is written with additions and
+ * subtractions only, so FMA contraction cannot alter it.
  *
  * Segment payloads (all multi-byte fields little-endian):
  *
@@ -47,7 +48,9 @@
  *     F = 1, mode 1: an x-field (below).
  *     F = 1, mode 0: EB-bit exponent field E of y = x - c (y >= 0, no sign);
  *            E < Emax: b(E) bits: the top b(E) bits of y's mantissa field;
- *                      y' = E, those bits, then 1 0 0 ... 0; x' = T(y' + c)
+ *                      y' = E, those bits, then 1 0 0 ... 0 (nothing when
+ *                      b = W); x' = y' + c in the element type
+ *                      (the rounding is checked by the encoder)
  *            E = Emax: escape, an x-field follows.
  *   x-field: sign (1 bit), E (EB bits); E < Emax: b(E) top mantissa bits,
  *            padded with 1 0 ... 0 as above; E = Emax: the full W-bit
@@ -57,9 +60,10 @@
  *   the value, denormals as the lowest binade) and nb = 1 - e where
  *   eb = f * 2^e, 0.5 <= f < 1 (frexp), i.e. 2^-nb <= eb < 2^(-nb+1).
  *   Cutting to b bits and padding with the mid-point gives an error of at
- *   most 2^(m-b-1) <= 2^-nb <= eb: one bit fewer than b = m + nb of SPEC
- *   1.3, which would keep the cut within eb/2. In mode 0 the rounding of
- *   x - c and y' + c is checked per value; a miss takes the escape.
+ *   most 2^(m-b-1) <= 2^-nb <= eb (0 when b = W; 2^(m-1) <= 2^(-nb-1) when
+ *   b is clamped to 0): one bit fewer than b = m + nb of SPEC 1.3, which
+ *   would keep the cut within eb/2. In mode 0 the rounding of x - c and
+ *   y' + c is checked per value; a miss takes the escape.
  *
  * Encoder mode choice (linpred-bit): the offset mode (subtract the segment
  * minimum, no sign bits) is used unless an estimate of the cut-value bits
@@ -102,7 +106,8 @@ enum { LP_SYM_RAW = 4, LP_MODE_OFFSET = 0, LP_MODE_SIGNED = 1 };
 #define LP_BIAS(dbl) ((dbl) ? 1023 : 127)
 #define LP_ESZ(dbl) ((dbl) ? 8u : 4u)
 
-LP_AI uint64_t lp_load(const void *p, size_t i, int dbl) {
+LP_AI uint64_t lp_load(const void *p, size_t i, int dbl)
+{
     if (dbl) {
         uint64_t u;
         memcpy(&u, (const uint8_t *)p + 8 * i, 8);
@@ -113,7 +118,8 @@ LP_AI uint64_t lp_load(const void *p, size_t i, int dbl) {
     return v;
 }
 
-LP_AI void lp_store(void *p, size_t i, uint64_t u, int dbl) {
+LP_AI void lp_store(void *p, size_t i, uint64_t u, int dbl)
+{
     if (dbl) {
         memcpy((uint8_t *)p + 8 * i, &u, 8);
     } else {
@@ -126,23 +132,27 @@ LP_AI unsigned lp_expo(uint64_t u, int dbl) { return (unsigned)(u >> LP_W(dbl)) 
 
 LP_AI int lp_finite_bits(uint64_t u, int dbl) { return lp_expo(u, dbl) != LP_EMAX(dbl); }
 
-LP_AI float lp_u2f(uint64_t u) {
+LP_AI float lp_u2f(uint64_t u)
+{
     uint32_t v = (uint32_t)u;
     float f;
     memcpy(&f, &v, 4);
     return f;
 }
-LP_AI uint64_t lp_f2u(float f) {
+LP_AI uint64_t lp_f2u(float f)
+{
     uint32_t v;
     memcpy(&v, &f, 4);
     return v;
 }
-LP_AI double lp_u2d(uint64_t u) {
+LP_AI double lp_u2d(uint64_t u)
+{
     double d;
     memcpy(&d, &u, 8);
     return d;
 }
-LP_AI uint64_t lp_d2u(double d) {
+LP_AI uint64_t lp_d2u(double d)
+{
     uint64_t u;
     memcpy(&u, &d, 8);
     return u;
@@ -152,7 +162,8 @@ LP_AI uint64_t lp_d2u(double d) {
  * |s| < eb implies |x - r| <= eb and |s| > eb implies |x - r| > eb (rounding
  * is monotone and eb is representable); only |s| == eb needs the exact
  * residual, from Knuth's TwoSum. NaN and Inf fail. */
-LP_AI int lp_within(double x, double r, double eb) {
+LP_AI int lp_within(double x, double r, double eb)
+{
     double s = x - r;
     double a = fabs(s);
     if (a < eb) return 1;
@@ -230,7 +241,8 @@ typedef struct lp_hist {
     lp_hist_d d;
 } lp_hist;
 
-LP_AI void lp_push(lp_hist *h, uint64_t u, int dbl) {
+LP_AI void lp_push(lp_hist *h, uint64_t u, int dbl)
+{
     if (dbl)
         lp_push_d(&h->d, lp_u2d(u));
     else
@@ -238,7 +250,8 @@ LP_AI void lp_push(lp_hist *h, uint64_t u, int dbl) {
 }
 
 /* Best predictor for x (raw bits u): id and the reconstructed bits, or -1. */
-LP_AI int lp_choose(const lp_hist *h, uint64_t u, double eb, int dbl, uint64_t *out) {
+LP_AI int lp_choose(const lp_hist *h, uint64_t u, double eb, int dbl, uint64_t *out)
+{
     if (!lp_finite_bits(u, dbl)) return -1;
     int k;
     if (dbl) {
@@ -253,7 +266,8 @@ LP_AI int lp_choose(const lp_hist *h, uint64_t u, double eb, int dbl, uint64_t *
     return k;
 }
 
-LP_AI uint64_t lp_pred(const lp_hist *h, unsigned k, int dbl) {
+LP_AI uint64_t lp_pred(const lp_hist *h, unsigned k, int dbl)
+{
     return dbl ? lp_d2u(lp_pred_d(&h->d, k)) : lp_f2u(lp_pred_f(&h->f, k));
 }
 
@@ -268,7 +282,8 @@ typedef struct lp_bw {
 } lp_bw;
 
 /* Appends the k low bits of v (k <= 32, v < 2^k). */
-LP_AI void lp_put(lp_bw *w, uint64_t v, unsigned k) {
+LP_AI void lp_put(lp_bw *w, uint64_t v, unsigned k)
+{
     w->acc |= v << w->nb;
     w->nb += k;
     if (w->nb >= 32) {
@@ -282,7 +297,8 @@ LP_AI void lp_put(lp_bw *w, uint64_t v, unsigned k) {
 }
 
 /* k <= 64 bits. */
-LP_AI void lp_putn(lp_bw *w, uint64_t v, unsigned k) {
+LP_AI void lp_putn(lp_bw *w, uint64_t v, unsigned k)
+{
     if (k > 32) {
         lp_put(w, v & 0xffffffffu, 32);
         lp_put(w, v >> 32, k - 32);
@@ -292,7 +308,8 @@ LP_AI void lp_putn(lp_bw *w, uint64_t v, unsigned k) {
 }
 
 /* Writes the remaining bits; returns 0, or -1 if the capacity was exceeded. */
-static int lp_flush(lp_bw *w) {
+static int lp_flush(lp_bw *w)
+{
     if (w->full) return -1;
     unsigned bytes = (w->nb + 7) / 8;
     if (w->cap - w->pos < bytes) return -1;
@@ -309,7 +326,8 @@ typedef struct lp_br {
     unsigned nb;  /* <= 63 */
 } lp_br;
 
-LP_AI void lp_refill(lp_br *r) {
+LP_AI void lp_refill(lp_br *r)
+{
     if (r->size - r->pos >= 8) {
         uint64_t w = zc_get_u64(r->p + r->pos);
         unsigned take = (63 - r->nb) >> 3;
@@ -326,7 +344,8 @@ LP_AI void lp_refill(lp_br *r) {
 }
 
 /* Reads k <= 32 bits into *v; returns 0, or -1 if the stream is exhausted. */
-LP_AI int lp_get(lp_br *r, unsigned k, uint64_t *v) {
+LP_AI int lp_get(lp_br *r, unsigned k, uint64_t *v)
+{
     if (r->nb < k) {
         lp_refill(r);
         if (r->nb < k) return -1;
@@ -338,7 +357,8 @@ LP_AI int lp_get(lp_br *r, unsigned k, uint64_t *v) {
 }
 
 /* k <= 64 bits. */
-LP_AI int lp_getn(lp_br *r, unsigned k, uint64_t *v) {
+LP_AI int lp_getn(lp_br *r, unsigned k, uint64_t *v)
+{
     if (k > 32) {
         uint64_t lo, hi;
         if (lp_get(r, 32, &lo) || lp_get(r, k - 32, &hi)) return -1;
@@ -353,7 +373,8 @@ LP_AI int lp_getn(lp_br *r, unsigned k, uint64_t *v) {
 static int lp_bound_ok(double eb) { return isfinite(eb) && eb > 0.0; }
 
 /* b(E) for every exponent field value below Emax. */
-static void lp_btab(double eb, int dbl, uint8_t *btab) {
+static void lp_btab(double eb, int dbl, uint8_t *btab)
+{
     int e;
     (void)frexp(eb, &e); /* eb = f 2^e, 0.5 <= f < 1 */
     long nb = 1L - e;    /* 2^-nb <= eb < 2^(-nb+1) */
@@ -367,7 +388,8 @@ static void lp_btab(double eb, int dbl, uint8_t *btab) {
 
 /* Keeps the top b mantissa bits of u (sign and exponent as they are) and
  * pads the dropped ones with 1 0 ... 0: the mid-point of the cut interval. */
-LP_AI uint64_t lp_cut_recon(uint64_t u, unsigned b, int dbl) {
+LP_AI uint64_t lp_cut_recon(uint64_t u, unsigned b, int dbl)
+{
     unsigned drop = LP_W(dbl) - b;
     if (drop == 0) return u;
     uint64_t mask = (UINT64_C(1) << drop) - 1;
@@ -379,7 +401,8 @@ LP_AI uint64_t lp_cut_recon(uint64_t u, unsigned b, int dbl) {
  * (bits of x') if x' is within eb of x, 0 if the value must be escaped.
  * u: bits of a finite x; cu: bits of c. */
 LP_AI int lp_offset_try(uint64_t u, uint64_t cu, double eb, const uint8_t *btab, int dbl,
-                        unsigned *E, uint64_t *kept, uint64_t *out) {
+                        unsigned *E, uint64_t *kept, uint64_t *out)
+{
     const unsigned W = LP_W(dbl);
     uint64_t yu, xr;
     double xd, xrd;
@@ -414,7 +437,8 @@ LP_AI int lp_offset_try(uint64_t u, uint64_t cu, double eb, const uint8_t *btab,
 
 /* Decoder side of the offset path: x' bits from E < Emax and the kept bits. */
 LP_AI uint64_t lp_offset_recon(unsigned e, uint64_t kept, uint64_t cu, const uint8_t *btab,
-                               int dbl) {
+                               int dbl)
+{
     const unsigned W = LP_W(dbl), b = btab[e];
     uint64_t yu = lp_cut_recon(((uint64_t)e << W) | (kept << (W - b)), b, dbl);
     if (dbl) return lp_d2u(lp_u2d(yu) + lp_u2d(cu));
@@ -423,7 +447,8 @@ LP_AI uint64_t lp_offset_recon(unsigned e, uint64_t kept, uint64_t cu, const uin
 
 /* ============================ linpred-byte ============================ */
 
-LP_AI ptrdiff_t lp_byte_enc(const zc_seg *s, const void *src, uint8_t *dst, size_t cap, int dbl) {
+LP_AI ptrdiff_t lp_byte_enc(const zc_seg *s, const void *src, uint8_t *dst, size_t cap, int dbl)
+{
     const double eb = s->eb;
     const size_t n = s->n, esz = LP_ESZ(dbl);
     if (!lp_bound_ok(eb)) return ZMPI_ERR_BOUND;
@@ -448,7 +473,8 @@ LP_AI ptrdiff_t lp_byte_enc(const zc_seg *s, const void *src, uint8_t *dst, size
     return (ptrdiff_t)rpos;
 }
 
-LP_AI int lp_byte_dec(const zc_seg *s, const uint8_t *src, size_t size, void *dst, int dbl) {
+LP_AI int lp_byte_dec(const zc_seg *s, const uint8_t *src, size_t size, void *dst, int dbl)
+{
     const size_t n = s->n, esz = LP_ESZ(dbl);
     if (size < n) return ZMPI_ERR_CORRUPT;
     size_t rpos = n;
@@ -472,13 +498,15 @@ LP_AI int lp_byte_dec(const zc_seg *s, const uint8_t *src, size_t size, void *ds
     return rpos == size ? ZMPI_OK : ZMPI_ERR_CORRUPT;
 }
 
-static ptrdiff_t lp_byte_encode(const zc_seg *s, const void *src, uint8_t *dst, size_t cap) {
+static ptrdiff_t lp_byte_encode(const zc_seg *s, const void *src, uint8_t *dst, size_t cap)
+{
     if (s->dtype == ZMPI_FLOAT) return lp_byte_enc(s, src, dst, cap, 0);
     if (s->dtype == ZMPI_DOUBLE) return lp_byte_enc(s, src, dst, cap, 1);
     return ZMPI_ERR_DTYPE;
 }
 
-static int lp_byte_decode(const zc_seg *s, const uint8_t *src, size_t size, void *dst) {
+static int lp_byte_decode(const zc_seg *s, const uint8_t *src, size_t size, void *dst)
+{
     if (s->dtype == ZMPI_FLOAT) return lp_byte_dec(s, src, size, dst, 0);
     if (s->dtype == ZMPI_DOUBLE) return lp_byte_dec(s, src, size, dst, 1);
     return ZMPI_ERR_CORRUPT;
@@ -487,7 +515,8 @@ static int lp_byte_decode(const zc_seg *s, const uint8_t *src, size_t size, void
 /* ============================ linpred-bit ============================= */
 
 /* Bits of an x-field for raw bits u (mode estimate). */
-LP_AI unsigned lp_xfield_bits(uint64_t u, const uint8_t *btab, int dbl) {
+LP_AI unsigned lp_xfield_bits(uint64_t u, const uint8_t *btab, int dbl)
+{
     unsigned e = lp_expo(u, dbl);
     return 1u + LP_EB(dbl) + (e == LP_EMAX(dbl) ? LP_W(dbl) : btab[e]);
 }
@@ -498,7 +527,8 @@ LP_AI double lp_val(uint64_t u, int dbl) { return dbl ? lp_u2d(u) : (double)lp_u
  * Returns 0, or -1 if the reconstruction misses the bound (impossible by
  * construction; the caller then gives up and the segment is stored raw). */
 LP_AI int lp_put_xfield(lp_bw *w, uint64_t u, double eb, const uint8_t *btab, int dbl,
-                        uint64_t *out) {
+                        uint64_t *out)
+{
     const unsigned W = LP_W(dbl), EBITS = LP_EB(dbl);
     unsigned e = lp_expo(u, dbl);
     uint64_t sign = u >> (W + EBITS);
@@ -516,7 +546,8 @@ LP_AI int lp_put_xfield(lp_bw *w, uint64_t u, double eb, const uint8_t *btab, in
 }
 
 /* Reads an x-field; *ub gets the reconstructed bits. */
-LP_AI int lp_get_xfield(lp_br *r, const uint8_t *btab, int dbl, uint64_t *ub) {
+LP_AI int lp_get_xfield(lp_br *r, const uint8_t *btab, int dbl, uint64_t *ub)
+{
     const unsigned W = LP_W(dbl), EBITS = LP_EB(dbl);
     uint64_t se, m;
     if (lp_get(r, 1 + EBITS, &se)) return -1;
@@ -533,7 +564,8 @@ LP_AI int lp_get_xfield(lp_br *r, const uint8_t *btab, int dbl, uint64_t *ub) {
     return 0;
 }
 
-LP_AI ptrdiff_t lp_bit_enc(const zc_seg *s, const void *src, uint8_t *dst, size_t cap, int dbl) {
+LP_AI ptrdiff_t lp_bit_enc(const zc_seg *s, const void *src, uint8_t *dst, size_t cap, int dbl)
+{
     const double eb = s->eb;
     const size_t n = s->n, esz = LP_ESZ(dbl);
     const unsigned EBITS = LP_EB(dbl);
@@ -606,7 +638,8 @@ LP_AI ptrdiff_t lp_bit_enc(const zc_seg *s, const void *src, uint8_t *dst, size_
     return (ptrdiff_t)(hdr + w.pos);
 }
 
-LP_AI int lp_bit_dec(const zc_seg *s, const uint8_t *src, size_t size, void *dst, int dbl) {
+LP_AI int lp_bit_dec(const zc_seg *s, const uint8_t *src, size_t size, void *dst, int dbl)
+{
     const double eb = s->eb;
     const size_t n = s->n, esz = LP_ESZ(dbl);
     const unsigned EBITS = LP_EB(dbl);
@@ -659,42 +692,34 @@ LP_AI int lp_bit_dec(const zc_seg *s, const uint8_t *src, size_t size, void *dst
     return ZMPI_OK;
 }
 
-static ptrdiff_t lp_bit_encode(const zc_seg *s, const void *src, uint8_t *dst, size_t cap) {
+static ptrdiff_t lp_bit_encode(const zc_seg *s, const void *src, uint8_t *dst, size_t cap)
+{
     if (s->dtype == ZMPI_FLOAT) return lp_bit_enc(s, src, dst, cap, 0);
     if (s->dtype == ZMPI_DOUBLE) return lp_bit_enc(s, src, dst, cap, 1);
     return ZMPI_ERR_DTYPE;
 }
 
-static int lp_bit_decode(const zc_seg *s, const uint8_t *src, size_t size, void *dst) {
+static int lp_bit_decode(const zc_seg *s, const uint8_t *src, size_t size, void *dst)
+{
     if (s->dtype == ZMPI_FLOAT) return lp_bit_dec(s, src, size, dst, 0);
     if (s->dtype == ZMPI_DOUBLE) return lp_bit_dec(s, src, size, dst, 1);
     return ZMPI_ERR_CORRUPT;
 }
 
 const zc_codec_ops zc_linpred_byte_ops = {
-    ZMPI_CODEC_LINPRED_BYTE,
-    "linpred-byte",
-    "error-bounded, linear predictors, one symbol byte per value",
-    ZMPI_KIND_BOUNDED,
-    0,
-    (1u << ZMPI_FLOAT) | (1u << ZMPI_DOUBLE),
-    lp_byte_encode,
-    lp_byte_decode,
-    NULL,
-    NULL,
-    NULL,
+    .id = ZMPI_CODEC_LINPRED_BYTE, .name = "linpred-byte",
+    .description = "error-bounded, linear predictors, one symbol byte per value",
+    .kind = ZMPI_KIND_BOUNDED, .inter = 0,
+    .dtypes = (1u << ZMPI_FLOAT) | (1u << ZMPI_DOUBLE),
+    .encode = lp_byte_encode, .decode = lp_byte_decode,
+    .hist_update = NULL, .hist_elem_size = NULL, .param_check = NULL,
 };
 
 const zc_codec_ops zc_linpred_bit_ops = {
-    ZMPI_CODEC_LINPRED_BIT,
-    "linpred-bit",
-    "error-bounded, linear predictors, bit-wise, mantissa cut",
-    ZMPI_KIND_BOUNDED,
-    0,
-    (1u << ZMPI_FLOAT) | (1u << ZMPI_DOUBLE),
-    lp_bit_encode,
-    lp_bit_decode,
-    NULL,
-    NULL,
-    NULL,
+    .id = ZMPI_CODEC_LINPRED_BIT, .name = "linpred-bit",
+    .description = "error-bounded, linear predictors, bit-wise, mantissa cut",
+    .kind = ZMPI_KIND_BOUNDED, .inter = 0,
+    .dtypes = (1u << ZMPI_FLOAT) | (1u << ZMPI_DOUBLE),
+    .encode = lp_bit_encode, .decode = lp_bit_decode,
+    .hist_update = NULL, .hist_elem_size = NULL, .param_check = NULL,
 };
