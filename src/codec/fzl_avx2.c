@@ -25,37 +25,40 @@ int zc_have_avx2(void)
 /* Finite min/max of n floats (for REL bounds). Returns 0 if none is finite. */
 int zc_range_f32_avx2(const float *x, size_t n, double *mn, double *mx)
 {
-    const __m256 inf = _mm256_set1_ps(INFINITY), ninf = _mm256_set1_ps(-INFINITY);
-    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    const __m256 fmax = _mm256_set1_ps(3.40282347e38f);
-    __m256 lo = inf, hi = ninf, lo2 = inf, hi2 = ninf;
+    /* min_ps(a, b) returns b when a is NaN, so NaNs drop out for free; an
+     * infinity is caught afterwards and the chunk re-scanned carefully. */
+    __m256 lo0 = _mm256_set1_ps(INFINITY), hi0 = _mm256_set1_ps(-INFINITY);
+    __m256 lo1 = lo0, hi1 = hi0;
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
-        __m256 fa = _mm256_cmp_ps(_mm256_and_ps(a, absm), fmax, _CMP_LE_OQ);
-        __m256 fb = _mm256_cmp_ps(_mm256_and_ps(b, absm), fmax, _CMP_LE_OQ);
-        lo = _mm256_min_ps(lo, _mm256_blendv_ps(inf, a, fa));
-        hi = _mm256_max_ps(hi, _mm256_blendv_ps(ninf, a, fa));
-        lo2 = _mm256_min_ps(lo2, _mm256_blendv_ps(inf, b, fb));
-        hi2 = _mm256_max_ps(hi2, _mm256_blendv_ps(ninf, b, fb));
+        lo0 = _mm256_min_ps(a, lo0);
+        hi0 = _mm256_max_ps(a, hi0);
+        lo1 = _mm256_min_ps(b, lo1);
+        hi1 = _mm256_max_ps(b, hi1);
     }
-    float l[8], h[8], l2[8], h2[8];
-    _mm256_storeu_ps(l, lo);
-    _mm256_storeu_ps(h, hi);
-    _mm256_storeu_ps(l2, lo2);
-    _mm256_storeu_ps(h2, hi2);
+    float l[8], h[8];
+    _mm256_storeu_ps(l, _mm256_min_ps(lo0, lo1));
+    _mm256_storeu_ps(h, _mm256_max_ps(hi0, hi1));
     float L = INFINITY, H = -INFINITY;
     for (int k = 0; k < 8; k++) {
         L = l[k] < L ? l[k] : L;
-        L = l2[k] < L ? l2[k] : L;
         H = h[k] > H ? h[k] : H;
-        H = h2[k] > H ? h2[k] : H;
     }
     for (; i < n; i++) {
         float v = x[i];
-        if (fabsf(v) <= 3.40282347e38f) {
-            L = v < L ? v : L;
-            H = v > H ? v : H;
+        L = v < L ? v : L;
+        H = v > H ? v : H;
+    }
+    if (L == -INFINITY || H == INFINITY) { /* rare: exclude infinities exactly */
+        L = INFINITY;
+        H = -INFINITY;
+        for (i = 0; i < n; i++) {
+            float v = x[i];
+            if (fabsf(v) <= 3.40282347e38f) {
+                L = v < L ? v : L;
+                H = v > H ? v : H;
+            }
         }
     }
     *mn = L;
@@ -94,8 +97,8 @@ static inline __m128i bytes_of(__m256i a0, __m256i a1, int shift, int need_mask)
 
 static inline void put16(uint8_t *p, unsigned v)
 {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
+    uint16_t w = (uint16_t)v; /* little-endian host (checked by CMake) */
+    memcpy(p, &w, 2);
 }
 
 /* Emits one block of deltas d0 (values 0..7) and d1 (8..15). */
@@ -117,9 +120,12 @@ static inline int emit16(fzl_enc *e, __m256i d0, __m256i d1)
     unsigned neg = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(d0)) |
                    (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(d1)) << 8;
     const __m256i zero = _mm256_setzero_si256();
-    unsigned pos = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(d0, zero))) |
-                   (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(d1, zero))) << 8;
-    unsigned S = neg == 0 ? 1u : (pos == 0 ? 2u : 0u);
+    unsigned S = 1u;
+    if (neg) {
+        unsigned pos = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(d0, zero))) |
+                       (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(d1, zero))) << 8;
+        S = pos == 0 ? 2u : 0u;
+    }
     size_t need = 1 + (S == 0 ? 2 : 0) + 2 * L;
     if ((size_t)(e->orec - e->out) < need)
         return ZMPI_ERR_DST_TOO_SMALL;
@@ -168,8 +174,9 @@ int zc_fzl_encode16_avx2(fzl_enc *e, const fzl_q *qp, zmpi_dtype dtype, const vo
         for (size_t b = 0; b < nfull; b++) {
             const float *p = xf + 16 * b;
             __m256 x0 = _mm256_loadu_ps(p), x1 = _mm256_loadu_ps(p + 8);
-            __m256 r0 = _mm256_round_ps(_mm256_mul_ps(x0, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            __m256 r1 = _mm256_round_ps(_mm256_mul_ps(x1, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            /* cvtps_epi32 rounds like nearbyintf (current mode); floats below
+             * 2^30 are integral near it, so |v| < 2^30 <=> |rint(v)| < 2^30 */
+            __m256 r0 = _mm256_mul_ps(x0, inv), r1 = _mm256_mul_ps(x1, inv);
             __m256 k0 = _mm256_cmp_ps(_mm256_and_ps(r0, absm), lim, _CMP_LT_OQ);
             __m256 k1 = _mm256_cmp_ps(_mm256_and_ps(r1, absm), lim, _CMP_LT_OQ);
             __m256i q0 = _mm256_cvtps_epi32(r0), q1 = _mm256_cvtps_epi32(r1);

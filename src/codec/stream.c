@@ -142,14 +142,17 @@ static void value_range(const void *src, size_t n, zmpi_dtype dtype, int threads
 {
     double lo = INFINITY, hi = -INFINITY;
     size_t es = zmpi_dtype_size(dtype);
-    size_t chunk = (size_t)1 << 20;
+    size_t chunk = (size_t)1 << 18;
     size_t nchunk = n / chunk + (n % chunk != 0);
     if (threads > (int)nchunk)
         threads = (int)(nchunk ? nchunk : 1);
 #ifdef ZMPI_HAVE_OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(min : lo) reduction(max : hi)
 #endif
-    for (size_t c = 0; c < nchunk; c++) {
+    for (size_t k = 0; k < nchunk; k++) {
+        /* last chunk first: the start of the array is then still in cache
+         * when compression begins there */
+        size_t c = nchunk - 1 - k;
         size_t off = c * chunk, m = n - off < chunk ? n - off : chunk;
         const void *p = (const uint8_t *)src + off * es;
         double a, b;
