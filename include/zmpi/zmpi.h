@@ -1,0 +1,156 @@
+/*
+ * zmpi/zmpi.h - compressed MPI communication.
+ *
+ * Every ZMPI_ call takes exactly the arguments of its MPI counterpart, so
+ * adopting zmpi is a rename. Compression settings live in a configuration
+ * attached to the communicator (ZMPI_Comm_set_config), with defaults from
+ * environment variables:
+ *
+ *   ZMPI_CODEC          codec name (default fzl; `zmpi codec list`)
+ *   ZMPI_EB             error bound, a number > 0 (no default: without a bound
+ *                       the error-bounded codecs are off and calls run as plain MPI)
+ *   ZMPI_EB_MODE        abs | rel (default rel)
+ *   ZMPI_EB_SCOPE       result (default): the bound holds for the collective's
+ *                       result; message: it holds for each compressed message
+ *                       (the published semantics, error may compound)
+ *   ZMPI_MIN_BYTES      messages below this size are sent uncompressed (default 65536)
+ *   ZMPI_THREADS        OpenMP threads per compression (default 1)
+ *   ZMPI_CHUNK          elements per pipelined chunk (default 65536)
+ *   ZMPI_<COLL>_ALGORITHM  algorithm name per collective, e.g.
+ *                       ZMPI_ALLREDUCE_ALGORITHM=ring (see ZMPI_Coll_algorithms)
+ *
+ * Every call falls back to the plain MPI call, with exactly MPI's result, when
+ * compression cannot apply or was not configured: datatypes other than
+ * MPI_FLOAT and MPI_DOUBLE, derived or non-contiguous datatypes, operations
+ * other than MPI_SUM / MPI_MIN / MPI_MAX, intercommunicators, messages below
+ * the size threshold, and codec failures (counted in ZMPI_Comm_get_stats).
+ *
+ * Both ends of a message must use zmpi (or both plain MPI) on a communicator:
+ * a compressed point-to-point message is a self-describing byte stream.
+ * Internally zmpi calls only PMPI_ functions.
+ */
+#ifndef ZMPI_ZMPI_H
+#define ZMPI_ZMPI_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "zmpi/codec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ZMPI_Scope {
+    ZMPI_SCOPE_RESULT = 0,  /* the bound holds for the collective's result */
+    ZMPI_SCOPE_MESSAGE = 1  /* the bound holds for each compressed message */
+} ZMPI_Scope;
+
+typedef enum ZMPI_Coll {
+    ZMPI_COLL_BCAST = 0,
+    ZMPI_COLL_SCATTER,        /* also Scatterv */
+    ZMPI_COLL_GATHER,         /* also Gatherv */
+    ZMPI_COLL_ALLGATHER,      /* also Allgatherv */
+    ZMPI_COLL_ALLTOALL,       /* also Alltoallv */
+    ZMPI_COLL_REDUCE_SCATTER, /* also Reduce_scatter_block */
+    ZMPI_COLL_ALLREDUCE,
+    ZMPI_COLL_REDUCE,
+    ZMPI_COLL_COUNT
+} ZMPI_Coll;
+
+#define ZMPI_ALGO_DEFAULT 0 /* let zmpi choose */
+#define ZMPI_ALGO_MPI (-1)  /* always the plain MPI call */
+
+typedef struct ZMPI_Config {
+    zmpi_codec codec;
+    zmpi_eb_mode eb_mode;  /* ZMPI_EB_NONE: no bound (bounded codecs off) */
+    double eb;
+    ZMPI_Scope scope;
+    int threads;
+    size_t min_bytes;
+    size_t chunk;          /* elements per pipelined chunk */
+    int algorithm[ZMPI_COLL_COUNT]; /* ZMPI_ALGO_DEFAULT, ZMPI_ALGO_MPI or an id from ZMPI_Coll_algorithms */
+} ZMPI_Config;
+
+/* Statistics of a communicator (counters since its creation). */
+typedef struct ZMPI_Stats {
+    unsigned long long calls;           /* ZMPI_ calls on this communicator */
+    unsigned long long compressed;      /* calls that moved compressed data */
+    unsigned long long fallback_type;   /* fell back: datatype / op / intercommunicator */
+    unsigned long long fallback_small;  /* fell back: below ZMPI_MIN_BYTES */
+    unsigned long long fallback_config; /* fell back: no bound configured, or ZMPI_ALGO_MPI */
+    unsigned long long codec_errors;    /* codec failures handled by sending uncompressed */
+    unsigned long long bytes_raw;       /* uncompressed bytes of compressed messages sent */
+    unsigned long long bytes_sent;      /* compressed bytes sent for them */
+} ZMPI_Stats;
+
+/* Fills *cfg with the defaults from the environment. Returns MPI_SUCCESS, or
+ * MPI_ERR_ARG if a variable is malformed (that setting keeps its built-in
+ * default; *bad names the first bad variable if bad != NULL). */
+int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad);
+/* Sets / reads the communicator's configuration. set validates it
+ * (MPI_ERR_ARG for an unknown codec, a bad bound, an unknown algorithm).
+ * Duplicated communicators inherit the configuration. */
+int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg);
+int ZMPI_Comm_get_config(MPI_Comm comm, ZMPI_Config *cfg);
+int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *stats);
+
+/* The algorithms of a collective: fills up to max entries of ids / names /
+ * descriptions (any may be NULL) and returns how many exist. */
+int ZMPI_Coll_algorithms(ZMPI_Coll coll, int max, int *ids, const char **names, const char **descriptions);
+/* Algorithm id from a name ("ring", "mpi", "cprp2p", ...), or -2 if unknown. */
+int ZMPI_Coll_algorithm_from_name(ZMPI_Coll coll, const char *name);
+const char *ZMPI_Coll_name(ZMPI_Coll coll);
+
+/* ---- point-to-point ---- */
+int ZMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int ZMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Status *status);
+int ZMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request);
+int ZMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+               MPI_Request *request);
+int ZMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                  MPI_Comm comm, MPI_Status *status);
+/* Completion of requests from ZMPI_Isend / ZMPI_Irecv (and of any other
+ * request, passed through to MPI). A compressed receive is decompressed when
+ * its request completes; its status counts uncompressed elements. */
+int ZMPI_Wait(MPI_Request *request, MPI_Status *status);
+int ZMPI_Waitall(int count, MPI_Request *requests, MPI_Status *statuses);
+int ZMPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
+
+/* ---- collectives ---- */
+int ZMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+int ZMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int ZMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                  int root, MPI_Comm comm);
+int ZMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int ZMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                 MPI_Comm comm);
+int ZMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int ZMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm);
+int ZMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int ZMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
+                   MPI_Datatype recvtype, MPI_Comm comm);
+int ZMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int ZMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int ZMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm);
+int ZMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                int root, MPI_Comm comm);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZMPI_ZMPI_H */

@@ -1,0 +1,266 @@
+/*
+ * The decision to compress a call, the per-compression bound, and block
+ * compression with fallbacks. Shared by point-to-point and collectives.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/registry.h"
+#include "core.h"
+
+int zmpi_alloc(size_t n, void *out_ptr)
+{
+    void *p = malloc(n ? n : 1);
+    memcpy(out_ptr, &p, sizeof p);
+    return p ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+int zmpi_classify(MPI_Datatype type, zmpi_dtype *dt)
+{
+    if (type == MPI_FLOAT) {
+        *dt = ZMPI_FLOAT;
+        return 1;
+    }
+    if (type == MPI_DOUBLE) {
+        *dt = ZMPI_DOUBLE;
+        return 1;
+    }
+    return 0;
+}
+
+static int op_ok(MPI_Op op)
+{
+    return op == MPI_OP_NULL || op == MPI_SUM || op == MPI_MIN || op == MPI_MAX;
+}
+
+/* Common checks; returns ZMPI_WHY_* (0 = compress). */
+static int why_not(zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype type, MPI_Op op, zmpi_dtype *dt)
+{
+    int inter = 0;
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return ZMPI_WHY_TYPE;
+    if (!zmpi_classify(type, dt) || !op_ok(op))
+        return ZMPI_WHY_TYPE;
+    const ZMPI_Config *cfg = &st->cfg;
+    int kind = zmpi_codec_kind(cfg->codec);
+    if (kind < 0 || zmpi_codec_needs_channel(cfg->codec))
+        return ZMPI_WHY_CONFIG; /* inter-step codecs are not used by the MPI layer yet */
+    if (kind == ZMPI_KIND_BOUNDED && cfg->eb_mode == ZMPI_EB_NONE)
+        return ZMPI_WHY_CONFIG;
+    if (cfg->codec == ZMPI_CODEC_STORED)
+        return ZMPI_WHY_CONFIG;
+    if ((cfg->codec == ZMPI_CODEC_DP2SP) && *dt != ZMPI_DOUBLE)
+        return ZMPI_WHY_TYPE;
+    return ZMPI_WHY_NONE;
+}
+
+static void count_why(zmpi_comm_state *st, int why)
+{
+    if (why == ZMPI_WHY_TYPE)
+        atomic_fetch_add(&st->fallback_type, 1);
+    else if (why == ZMPI_WHY_SMALL)
+        atomic_fetch_add(&st->fallback_small, 1);
+    else if (why == ZMPI_WHY_CONFIG)
+        atomic_fetch_add(&st->fallback_config, 1);
+}
+
+static int fill(zmpi_call *c, zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype type, zmpi_dtype dt,
+                size_t min_bytes)
+{
+    memset(c, 0, sizeof *c);
+    c->st = st;
+    c->comm = comm;
+    c->type = type;
+    c->dt = dt;
+    c->es = zmpi_dtype_size(dt);
+    c->scope = st->cfg.scope;
+    c->mode = st->cfg.eb_mode;
+    c->eb = st->cfg.eb;
+    c->min_bytes = min_bytes;
+    PMPI_Comm_rank(comm, &c->rank);
+    PMPI_Comm_size(comm, &c->size);
+    c->ctx = zmpi_ctx_create();
+    c->raw = zmpi_ctx_create();
+    if (!c->ctx || !c->raw) {
+        zmpi_call_end(c);
+        return MPI_ERR_NO_MEM;
+    }
+    zmpi_ctx_set_codec(c->ctx, st->cfg.codec);
+    zmpi_ctx_set_codec(c->raw, ZMPI_CODEC_STORED);
+    zmpi_ctx_set_param(c->ctx, ZMPI_P_THREADS, st->cfg.threads);
+    if (st->cfg.threads != 1) {
+        /* pieces of cfg.chunk elements are single streams: give every thread a
+         * segment of its own (same on all ranks, as the configuration is) */
+        long long t = st->cfg.threads > 0 ? st->cfg.threads : zmpi_ctx_get_param(c->ctx, ZMPI_P_THREADS);
+        size_t seg = st->cfg.chunk / (size_t)(t > 0 ? t : 1);
+        zmpi_ctx_set_param(c->ctx, ZMPI_P_SEGMENT, (long long)(seg < 4096 ? 4096 : seg));
+    }
+    if (c->mode != ZMPI_EB_NONE)
+        zmpi_ctx_set_bound(c->ctx, c->mode, c->eb);
+    return MPI_SUCCESS;
+}
+
+int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype type, MPI_Op op, size_t bytes)
+{
+    zmpi_comm_state *st = zmpi_state(comm);
+    if (!st)
+        return 0; /* no state: plain MPI is always correct */
+    atomic_fetch_add(&st->calls, 1);
+    zmpi_dtype dt;
+    int why = why_not(st, comm, type, op, &dt);
+    int size = 1;
+    PMPI_Comm_size(comm, &size);
+    if (!why && st->cfg.algorithm[coll] == ZMPI_ALGO_MPI)
+        why = ZMPI_WHY_CONFIG;
+    if (!why && (size < 2 || (bytes != SIZE_MAX && bytes < st->cfg.min_bytes)))
+        why = ZMPI_WHY_SMALL;
+    if (why) {
+        count_why(st, why);
+        return 0;
+    }
+    /* The collectives' own messages travel on a private duplicate, so that no
+     * user receive (MPI_ANY_TAG) pending on comm can match them. Every rank
+     * reaches this point for the same call, so the collective dup is safe. */
+    if (st->shadow == MPI_COMM_NULL && PMPI_Comm_dup(comm, &st->shadow) != MPI_SUCCESS) {
+        st->shadow = MPI_COMM_NULL;
+        count_why(st, ZMPI_WHY_CONFIG);
+        return 0;
+    }
+    if (fill(c, st, st->shadow, type, dt, bytes == SIZE_MAX ? st->cfg.min_bytes : 0)) {
+        count_why(st, ZMPI_WHY_CONFIG); /* out of memory: plain MPI is always correct */
+        return 0;
+    }
+    c->algo = zmpi_coll_algo_pick(coll, &st->cfg)->id;
+    atomic_fetch_add(&st->compressed, 1);
+    return 1;
+}
+
+int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t bytes)
+{
+    zmpi_comm_state *st = zmpi_state(comm);
+    if (!st)
+        return 0;
+    atomic_fetch_add(&st->calls, 1);
+    zmpi_dtype dt;
+    int why = why_not(st, comm, type, MPI_OP_NULL, &dt);
+    if (why) {
+        count_why(st, why);
+        return 0;
+    }
+    if (fill(c, st, comm, type, dt, st->cfg.min_bytes)) {
+        count_why(st, ZMPI_WHY_CONFIG);
+        return 0;
+    }
+    if (bytes >= st->cfg.min_bytes)
+        atomic_fetch_add(&st->compressed, 1);
+    else
+        atomic_fetch_add(&st->fallback_small, 1);
+    return 1;
+}
+
+void zmpi_call_end(zmpi_call *c)
+{
+    zmpi_ctx_free(c->ctx);
+    zmpi_ctx_free(c->raw);
+    c->ctx = c->raw = NULL;
+}
+
+/* Finite min/max of the local input (+inf/-inf if none). */
+static void local_range(const zmpi_call *c, const void *in, size_t n, double *mn, double *mx)
+{
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        double v = c->dt == ZMPI_FLOAT ? (double)((const float *)in)[i] : ((const double *)in)[i];
+        if (isfinite(v)) {
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+    }
+    *mn = lo;
+    *mx = hi;
+}
+
+int zmpi_call_bound(zmpi_call *c, double hops, const void *local_in, size_t local_count)
+{
+    if (c->mode == ZMPI_EB_NONE)
+        return MPI_SUCCESS; /* lossless or fixed-precision codec */
+    if (hops < 1)
+        hops = 1;
+    if (c->mode == ZMPI_EB_ABS) {
+        double e = c->scope == ZMPI_SCOPE_RESULT ? c->eb / hops : c->eb;
+        zmpi_ctx_set_bound(c->ctx, ZMPI_EB_ABS, e > 0 ? e : DBL_MIN);
+        return MPI_SUCCESS;
+    }
+    if (c->scope == ZMPI_SCOPE_MESSAGE || hops <= 1) {
+        /* per-message REL: each block's own range, never wider than the global one */
+        zmpi_ctx_set_bound(c->ctx, ZMPI_EB_REL, c->eb);
+        return MPI_SUCCESS;
+    }
+    double mm[2], g[2];
+    local_range(c, local_in, local_count, &mm[0], &mm[1]);
+    mm[0] = -mm[0];
+    int rc = PMPI_Allreduce(mm, g, 2, MPI_DOUBLE, MPI_MAX, c->comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    double range = g[1] + g[0]; /* max - min */
+    if (!(range > 0)) {
+        /* constant (or no finite) input: REL over a zero range is lossless */
+        zmpi_ctx_set_bound(c->ctx, ZMPI_EB_REL, c->eb);
+        return MPI_SUCCESS;
+    }
+    double e = c->eb * range / hops;
+    if (!isfinite(e))
+        e = DBL_MAX / hops;
+    zmpi_ctx_set_bound(c->ctx, ZMPI_EB_ABS, e > 0 ? e : DBL_MIN);
+    return MPI_SUCCESS;
+}
+
+size_t zmpi_block_max(const zmpi_call *c, size_t count)
+{
+    return zmpi_max_compressed_size(c->ctx, count, c->dt);
+}
+
+void zmpi_stat_sent(zmpi_call *c, size_t raw, size_t sent)
+{
+    atomic_fetch_add(&c->st->bytes_raw, raw);
+    atomic_fetch_add(&c->st->bytes_sent, sent);
+}
+
+ptrdiff_t zmpi_block_compress(zmpi_call *c, const void *src, size_t count, void *dst, size_t cap)
+{
+    zmpi_ctx *ctx = count * c->es < c->min_bytes ? c->raw : c->ctx;
+    ptrdiff_t len = zmpi_compress(ctx, src, count, c->dt, dst, cap);
+    if (len < 0 && len != ZMPI_ERR_DST_TOO_SMALL && ctx != c->raw) {
+        atomic_fetch_add(&c->st->codec_errors, 1);
+        len = zmpi_compress(c->raw, src, count, c->dt, dst, cap);
+    }
+    if (len < 0)
+        return -1;
+    zmpi_stat_sent(c, count * c->es, (size_t)len);
+    return len;
+}
+
+int zmpi_block_decompress(zmpi_call *c, const void *src, size_t len, void *dst, size_t count)
+{
+    zmpi_stream_info info;
+    if (zmpi_stream_info_get(src, len, &info) != ZMPI_OK || info.count != count || info.dtype != c->dt)
+        return MPI_ERR_OTHER;
+    ptrdiff_t r = zmpi_decompress(c->ctx, src, len, dst, count * c->es);
+    return r == (ptrdiff_t)(count * c->es) ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
+int zmpi_reduce_local(const zmpi_call *c, const void *in, void *inout, size_t count, MPI_Op op)
+{
+    while (count > 0) {
+        int n = count > (size_t)(1 << 30) ? (1 << 30) : (int)count;
+        int rc = PMPI_Reduce_local(in, inout, n, c->type, op);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        in = (const char *)in + (size_t)n * c->es;
+        inout = (char *)inout + (size_t)n * c->es;
+        count -= (size_t)n;
+    }
+    return MPI_SUCCESS;
+}

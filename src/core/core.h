@@ -1,0 +1,95 @@
+/*
+ * Internal interface of the MPI layer (libzmpi_mpi): per-communicator state,
+ * the decision to compress, and block compression helpers shared by the
+ * point-to-point calls and every collective algorithm.
+ *
+ * Every MPI call in the MPI layer goes to PMPI_*, so an interposition
+ * library never sees zmpi's own traffic.
+ */
+#ifndef ZMPI_CORE_H
+#define ZMPI_CORE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "zmpi/zmpi.h"
+
+/* State attached to a communicator (MPI attribute). */
+typedef struct zmpi_comm_state {
+    ZMPI_Config cfg;
+    MPI_Comm shadow;       /* private duplicate for the collectives' own traffic, made on first use */
+    const char *env_error; /* first malformed environment variable, or NULL */
+    atomic_ullong calls, compressed, fallback_type, fallback_small, fallback_config, codec_errors,
+        bytes_raw, bytes_sent;
+} zmpi_comm_state;
+
+/* The state of comm, created from the environment on first use (or NULL if
+ * memory or MPI failed). */
+zmpi_comm_state *zmpi_state(MPI_Comm comm);
+
+/* Basic float types: MPI_FLOAT / MPI_DOUBLE -> 1 and *dt; others -> 0. */
+int zmpi_classify(MPI_Datatype type, zmpi_dtype *dt);
+
+/* One compressed call in progress. */
+typedef struct zmpi_call {
+    zmpi_comm_state *st;
+    MPI_Comm comm;
+    int rank, size;
+    MPI_Datatype type;
+    zmpi_dtype dt;
+    size_t es;
+    int algo;           /* algorithm id chosen (> 0) */
+    ZMPI_Scope scope;
+    zmpi_eb_mode mode;  /* of the user's bound */
+    double eb;          /* the user's bound value */
+    zmpi_ctx *ctx;      /* configured for the current per-compression bound */
+    zmpi_ctx *raw;      /* the "stored" codec, for blocks that are not compressed */
+    size_t min_bytes;
+} zmpi_call;
+
+/* Why a call runs as plain MPI. */
+enum { ZMPI_WHY_NONE = 0, ZMPI_WHY_TYPE, ZMPI_WHY_SMALL, ZMPI_WHY_CONFIG };
+
+/* Decides whether collective coll runs compressed. op is MPI_OP_NULL for data
+ * movement; bytes is the message size every rank knows (SIZE_MAX when the
+ * ranks do not share one, e.g. for v-variants: the threshold then applies
+ * per block). The decision depends only on what all ranks know, so they all
+ * take the same path. Returns 1 and fills *c (release with zmpi_call_end),
+ * or 0 for the plain-MPI fallback (counted; also when memory for the codec
+ * contexts is exhausted). Never returns anything else. */
+int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype type, MPI_Op op,
+                    size_t bytes);
+/* The same for point-to-point (no algorithm choice). */
+int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t bytes);
+void zmpi_call_end(zmpi_call *c);
+
+/* Sets the bound of each compression of this call. In result scope the
+ * user's bound is divided by `hops`, the largest number of compressions an
+ * element passes on its way to the result (ABS: eb/hops; REL: turned into an
+ * absolute bound rel*range/hops with range the value range of all ranks'
+ * inputs, which costs one small allreduce: pass the local input). In
+ * message scope the user's bound applies to every compression (REL: per
+ * message). Collective when scope is result and the mode is REL. */
+int zmpi_call_bound(zmpi_call *c, double hops, const void *local_in, size_t local_count);
+
+/* Worst-case stream size of count elements. */
+size_t zmpi_block_max(const zmpi_call *c, size_t count);
+/* Compresses count elements into dst (capacity cap >= zmpi_block_max). Blocks
+ * below the size threshold are framed uncompressed; a codec failure falls
+ * back to an uncompressed stream (counted). Returns the stream size, or -1
+ * only if cap is too small. */
+ptrdiff_t zmpi_block_compress(zmpi_call *c, const void *src, size_t count, void *dst, size_t cap);
+/* Decompresses a stream that must hold exactly count elements of the call's
+ * dtype. Returns MPI_SUCCESS or MPI_ERR_OTHER (corrupt or mismatched). */
+int zmpi_block_decompress(zmpi_call *c, const void *src, size_t len, void *dst, size_t count);
+
+/* inout[i] = op(in[i], inout[i]) for the call's type (PMPI_Reduce_local). */
+int zmpi_reduce_local(const zmpi_call *c, const void *in, void *inout, size_t count, MPI_Op op);
+
+/* Statistics helpers. */
+void zmpi_stat_sent(zmpi_call *c, size_t raw, size_t sent);
+
+/* Scratch memory: malloc that reports MPI_ERR_NO_MEM. */
+int zmpi_alloc(size_t n, void *out_ptr);
+
+#endif
