@@ -1,0 +1,22 @@
+/*
+ * Allgather(v) algorithms (table zmpi_allgather_algos in allgather.c,
+ * signature zmpi_allgatherv_fn in coll/registry.h).
+ *
+ * zmpi_allgatherv_ring may be called by other collectives (Allreduce =
+ * Reduce_scatter + Allgather) with their own zmpi_call: it uses the call's
+ * codec context as configured (it never changes the bound) and the tag
+ * ZMPI_TAG_ALLGATHER.
+ */
+#ifndef ZMPI_COLL_ALLGATHER_H
+#define ZMPI_COLL_ALLGATHER_H
+
+#include "coll/registry.h"
+
+enum { ZMPI_ALLGATHER_RING = 1, ZMPI_ALLGATHER_CPRP2P = 2 };
+
+int zmpi_allgatherv_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
+                         const int *displs);
+int zmpi_allgatherv_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
+                           const int *displs);
+
+#endif

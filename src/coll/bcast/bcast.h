@@ -1,0 +1,16 @@
+/*
+ * Bcast algorithms (table zmpi_bcast_algos in bcast.c, signature
+ * zmpi_bcast_fn in coll/registry.h).
+ */
+#ifndef ZMPI_COLL_BCAST_H
+#define ZMPI_COLL_BCAST_H
+
+#include "coll/registry.h"
+
+enum { ZMPI_BCAST_BINOMIAL = 1, ZMPI_BCAST_PIPELINED = 2, ZMPI_BCAST_CPRP2P = 3 };
+
+int zmpi_bcast_binomial(zmpi_call *c, void *buf, size_t count, int root);
+int zmpi_bcast_pipelined(zmpi_call *c, void *buf, size_t count, int root);
+int zmpi_bcast_cprp2p(zmpi_call *c, void *buf, size_t count, int root);
+
+#endif

@@ -1,0 +1,17 @@
+/*
+ * Gather(v) algorithms (table zmpi_gather_algos in gather.c, signature
+ * zmpi_gatherv_fn in coll/registry.h).
+ */
+#ifndef ZMPI_COLL_GATHER_H
+#define ZMPI_COLL_GATHER_H
+
+#include "coll/registry.h"
+
+enum { ZMPI_GATHER_LINEAR = 1, ZMPI_GATHER_BINOMIAL = 2 };
+
+int zmpi_gatherv_linear(zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
+                        const int *recvcounts, const int *displs, int root);
+int zmpi_gatherv_binomial(zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
+                          const int *recvcounts, const int *displs, int root);
+
+#endif

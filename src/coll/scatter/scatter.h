@@ -1,0 +1,17 @@
+/*
+ * Scatter(v) algorithms (table zmpi_scatter_algos in scatter.c, signature
+ * zmpi_scatterv_fn in coll/registry.h).
+ */
+#ifndef ZMPI_COLL_SCATTER_H
+#define ZMPI_COLL_SCATTER_H
+
+#include "coll/registry.h"
+
+enum { ZMPI_SCATTER_BINOMIAL = 1, ZMPI_SCATTER_LINEAR = 2 };
+
+int zmpi_scatterv_binomial(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs,
+                           void *recvbuf, int recvcount, int root);
+int zmpi_scatterv_linear(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs,
+                         void *recvbuf, int recvcount, int root);
+
+#endif
