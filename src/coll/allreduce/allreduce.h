@@ -1,0 +1,10 @@
+/* Allreduce algorithms (table in allreduce.c). */
+#ifndef ZMPI_COLL_ALLREDUCE_H
+#define ZMPI_COLL_ALLREDUCE_H
+
+#include "coll/registry.h"
+
+int zmpi_allreduce_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op);
+int zmpi_allreduce_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op);
+
+#endif

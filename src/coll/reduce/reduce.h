@@ -1,0 +1,9 @@
+/* Reduce algorithms (table in reduce.c). */
+#ifndef ZMPI_COLL_REDUCE_H
+#define ZMPI_COLL_REDUCE_H
+
+#include "coll/registry.h"
+
+int zmpi_reduce_rsg(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op, int root);
+
+#endif

@@ -1,0 +1,177 @@
+/*
+ * Reduce = ring Reduce_scatter (reduce_scatter_ring.c) + compressed Gather
+ * of the reduced blocks to the root (SPEC 2.4, "rsg").
+ *
+ * The vector is cut into N even blocks (the first count % N one element
+ * longer). Phase 1 leaves the reduced block b at rank b; phase 2, N = 4,
+ * root 0, Z[b] = block b compressed once by rank b:
+ *
+ *            r0           r1         r2         r3
+ *   gather   <-Z1,Z2,Z3   Z1->r0     Z2->r0     Z3->r0
+ *   root decompresses Z1..Z3 into the result; its own block stays exact
+ *
+ * Each rank compresses its block piece by piece and sends every piece as
+ * soon as it is compressed (polling between pieces); the root posts all
+ * receives into worst-case slots and decompresses each piece as it arrives.
+ *
+ * Error. Blocks of other ranks pass N-1 compressions in phase 1 and one in
+ * phase 2 (N in all); the root's own block passes N-1.
+ *   result scope:  e = eb/N per compression: |result - exact| <= eb at the
+ *                  root (REL: eb = rel * (max - min) over all ranks' inputs).
+ *                  SUM, MIN, MAX alike (see reduce_scatter_ring.c for why
+ *                  MIN/MAX errors can add up too).
+ *   message scope: e = eb per compression (ABS): <= N*eb. REL: each
+ *                  message within rel * its own range.
+ * Plus the rounding of the reduction in the datatype (order-dependent, as
+ * with plain MPI).
+ *
+ * Edge cases: MPI_IN_PLACE at the root (input in recvbuf; phase 1 reads it
+ * before the result is written), recvbuf insignificant elsewhere, count 0,
+ * count < N (empty blocks send nothing), uneven blocks, one rank (copy),
+ * any root, any N.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/common/ring.h"
+#include "coll/reduce/reduce.h"
+#include "coll/reduce_scatter/reduce_scatter.h"
+
+/* The root receives every other block and decompresses it into buf. */
+static int gather_root(zmpi_call *c, void *buf, const size_t *counts, const size_t *displs, int tag,
+                       int *corrupt)
+{
+    int rc = MPI_SUCCESS, n = c->size, r = c->rank;
+    size_t es = c->es;
+    unsigned char *b = buf;
+    zmpi_pieces *z = NULL;
+    zmpi_xchg *x = NULL;
+
+    rc = zmpi_alloc((size_t)n * sizeof *z, &z);
+    if (!rc)
+        rc = zmpi_alloc((size_t)n * sizeof *x, &x);
+    if (rc)
+        goto fn_fail;
+    memset(z, 0, (size_t)n * sizeof *z);
+    memset(x, 0, (size_t)n * sizeof *x);
+    for (int k = 0; k < n; k++) {
+        if (k == r)
+            continue;
+        rc = zmpi_pieces_layout(c, &z[k], counts[k]);
+        if (rc)
+            goto fn_fail;
+        rc = zmpi_xchg_start(c, &x[k], tag, k, &z[k], MPI_PROC_NULL, NULL);
+        if (rc)
+            goto fn_fail;
+    }
+    /* ranks after the root first: the ring finished there first */
+    for (int i = 1; i < n; i++) {
+        int k = (r + i) % n;
+        for (size_t j = 0; j < z[k].n; j++) {
+            rc = zmpi_xchg_wait_piece(&x[k], j);
+            if (rc)
+                goto fn_fail;
+            if (zmpi_pieces_decompress(c, &z[k], j, b + displs[k] * es))
+                *corrupt = MPI_ERR_OTHER;
+        }
+        rc = zmpi_xchg_wait(&x[k]);
+        if (rc)
+            goto fn_fail;
+    }
+fn_exit:
+    for (int k = 0; x && k < n; k++)
+        zmpi_xchg_free(&x[k]);
+    for (int k = 0; z && k < n; k++)
+        zmpi_pieces_free(&z[k]);
+    free(x);
+    free(z);
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+/* A non-root rank compresses its block piece by piece and sends it to root. */
+static int gather_send(zmpi_call *c, const void *block, size_t count, int root, int tag)
+{
+    int rc = MPI_SUCCESS;
+    zmpi_pieces z = {0};
+    zmpi_xchg x = {0};
+
+    rc = zmpi_pieces_layout(c, &z, count);
+    if (rc)
+        goto fn_fail;
+    rc = zmpi_xchg_start(c, &x, tag, MPI_PROC_NULL, NULL, root, &z);
+    if (rc)
+        goto fn_fail;
+    for (size_t j = 0; j < z.n; j++) {
+        rc = zmpi_pieces_compress(c, &z, j, block);
+        if (rc)
+            goto fn_fail;
+        rc = zmpi_xchg_send(&x, j);
+        if (rc)
+            goto fn_fail;
+        rc = zmpi_xchg_poll(&x);
+        if (rc)
+            goto fn_fail;
+    }
+    rc = zmpi_xchg_wait(&x);
+    if (rc)
+        goto fn_fail;
+fn_exit:
+    zmpi_xchg_free(&x);
+    zmpi_pieces_free(&z);
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+int zmpi_reduce_rsg(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op, int root)
+{
+    int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size, r = c->rank;
+    const void *in = (r == root && sendbuf == MPI_IN_PLACE) ? recvbuf : sendbuf;
+    size_t *counts = NULL, *displs = NULL, es = c->es;
+    unsigned char *own = NULL, *tmp = NULL;
+
+    if (count == 0)
+        goto fn_exit;
+    if (n == 1) {
+        if (in != recvbuf)
+            memcpy(recvbuf, in, count * es);
+        goto fn_exit;
+    }
+    rc = zmpi_alloc((size_t)n * sizeof *counts, &counts);
+    if (rc)
+        goto fn_fail;
+    rc = zmpi_alloc((size_t)n * sizeof *displs, &displs);
+    if (rc)
+        goto fn_fail;
+    zmpi_blocks_even(count, n, counts, displs);
+    rc = zmpi_call_bound(c, (double)n, in, count);
+    if (rc)
+        goto fn_fail;
+    if (r == root) {
+        own = (unsigned char *)recvbuf + displs[r] * es;
+    } else {
+        rc = zmpi_alloc(counts[r] * es, &tmp);
+        if (rc)
+            goto fn_fail;
+        own = tmp;
+    }
+    rc = zmpi_ring_reduce_scatter(c, in, own, counts, displs, op, ZMPI_TAG_REDUCE, &corrupt);
+    if (rc)
+        goto fn_fail;
+    if (r == root)
+        rc = gather_root(c, recvbuf, counts, displs, ZMPI_TAG_REDUCE, &corrupt);
+    else
+        rc = gather_send(c, own, counts[r], root, ZMPI_TAG_REDUCE);
+    if (rc)
+        goto fn_fail;
+    rc = corrupt;
+fn_exit:
+    free(counts);
+    free(displs);
+    free(tmp);
+    return rc;
+fn_fail:
+    goto fn_exit;
+}

@@ -1,0 +1,280 @@
+/*
+ * Compressed ZMPI_Reduce (rsg: ring reduce-scatter + compressed gather) at
+ * any number of ranks and every root.
+ *
+ * Every element of every lossy result at the root is checked against plain
+ * MPI's result on the same inputs and the documented bound
+ * (reduction_util.h): result scope: the user's bound (REL: rel * (max - min)
+ * of all inputs); message scope: N compressions of the user's bound. Float
+ * and double, ABS and REL, SUM / MIN / MAX, counts 0, 1, < ranks, not
+ * divisible by ranks, large (2^20 elements of a real field), MPI_IN_PLACE at
+ * the root (recvbuf NULL elsewhere), white noise, bounds below the type's
+ * resolution, non-finite values. Every compressed call must be counted as
+ * compressed (no silent fallback); every fallback (MPI_INT, a user op,
+ * MPI_PROD, a contiguous derived type, below min_bytes, ZMPI_ALGO_MPI, no
+ * bound) must be byte-identical to MPI.
+ */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <stdlib.h>
+
+#include "reduction_util.h"
+
+static mt_state T;
+static MPI_Comm comm;
+static int rank, nranks;
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "test_reduce: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+
+static ZMPI_Stats stats(void)
+{
+    ZMPI_Stats s;
+    memset(&s, 0, sizeof s);
+    ZMPI_Comm_get_stats(comm, &s);
+    return s;
+}
+
+/* One compressed Reduce to root, checked at the root. */
+static void one(const rt_case *k, size_t n, int root, int inplace, rt_data data, size_t chunk, int report)
+{
+    size_t es = rt_es(k->type), wn = n * (size_t)rt_mult(k->op);
+    int is_root = rank == root, rc;
+    void *in = xmalloc(n * es), *got = is_root ? xmalloc(n * es) : NULL;
+    void *win = xmalloc(wn * rt_wes(k->type)), *wref = xmalloc(wn * rt_wes(k->type));
+
+    rt_fill(in, n, k->type, rank, data, k->op);
+    rt_widen(in, n, k->type, k->op, win);
+    MPI_Reduce(win, wref, (int)wn, rt_wtype(k->type), k->op, root, comm);
+    double R = mt_global_range(in, n, k->type, comm);
+
+    rc = rt_config(comm, k, 0, chunk, ZMPI_COLL_REDUCE, ZMPI_ALGO_DEFAULT);
+    MT_CHECK(&T, rc == MPI_SUCCESS, "config rc %d", rc);
+    ZMPI_Stats s0 = stats();
+    if (inplace && is_root) {
+        memcpy(got, in, n * es);
+        rc = ZMPI_Reduce(MPI_IN_PLACE, got, (int)n, k->type, k->op, root, comm);
+    } else {
+        rc = ZMPI_Reduce(in, got, (int)n, k->type, k->op, root, comm);
+    }
+    ZMPI_Stats s1 = stats();
+    MT_CHECK(&T, rc == MPI_SUCCESS, "ZMPI_Reduce rc %d", rc);
+    if (nranks > 1)
+        MT_CHECK(&T, s1.compressed == s0.compressed + 1, "n=%zu: not run compressed", n);
+    else
+        MT_CHECK(&T, s1.fallback_small == s0.fallback_small + 1, "np=1 must fall back");
+
+    double bound = rt_bound(k, R, nranks, nranks - 1, 1);
+    rt_result res = {0, 0.0, 0.0, -1};
+    if (is_root) {
+        res = rt_check(k, got, wref, n, bound, nranks);
+        MT_CHECK(&T, res.bad == 0,
+                 "%s %s %s %s n=%zu root=%d inplace=%d data=%d: %zu elements beyond bound %g (first %ld: got "
+                 "%.9g ref %.9Lg), worst %g",
+                 k->type == MPI_FLOAT ? "float" : "double", k->mode == ZMPI_EB_ABS ? "abs" : "rel",
+                 k->scope == ZMPI_SCOPE_RESULT ? "result" : "message", rt_op_name(k->op), n, root, inplace,
+                 (int)data, res.bad, bound, res.first_bad,
+                 res.first_bad >= 0 ? mt_get(got, (size_t)res.first_bad, k->type) : 0.0,
+                 res.first_bad >= 0 ? rt_wget(wref, (size_t)res.first_bad * (size_t)rt_mult(k->op), k->type)
+                                    : 0.0L,
+                 res.worst);
+    }
+    if (report) {
+        /* ratio over what all ranks sent */
+        unsigned long long rs[2] = {s1.bytes_raw - s0.bytes_raw, s1.bytes_sent - s0.bytes_sent}, g[2] = {0, 0};
+        MPI_Reduce(rs, g, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, root, comm);
+        if (is_root)
+            printf("REPORT reduce rsg %-6s %s %-7s %s n=%zu np=%d root=%d: max err / bound = %.3f (bound %.3g), "
+                   "ratio %.2f\n",
+                   k->type == MPI_FLOAT ? "float" : "double", k->mode == ZMPI_EB_ABS ? "abs" : "rel",
+                   k->scope == ZMPI_SCOPE_RESULT ? "result" : "message", rt_op_name(k->op), n, nranks, root,
+                   res.ratio, bound, g[1] ? (double)g[0] / (double)g[1] : 0.0);
+    }
+    free(in);
+    free(got);
+    free(win);
+    free(wref);
+}
+
+static double eb_for(zmpi_eb_mode mode)
+{
+    return mode == ZMPI_EB_ABS ? 1e-2 : 1e-4;
+}
+
+/* Every (type, mode, scope, op) once; counts 0, 1, < ranks, not divisible
+ * by ranks and 1000 cycle through them (every op meets every count), the
+ * root moves, in place every other call. Small chunks: several pieces. */
+static void lossy_matrix(void)
+{
+    MPI_Datatype types[2] = {MPI_FLOAT, MPI_DOUBLE};
+    zmpi_eb_mode modes[2] = {ZMPI_EB_ABS, ZMPI_EB_REL};
+    ZMPI_Scope scopes[2] = {ZMPI_SCOPE_RESULT, ZMPI_SCOPE_MESSAGE};
+    MPI_Op ops[3] = {MPI_SUM, MPI_MIN, MPI_MAX};
+    size_t counts[5] = {0, 1, (size_t)(nranks > 1 ? nranks - 1 : 0), (size_t)(7 * nranks + 3), 1000};
+    int i = 0;
+    for (int ti = 0; ti < 2; ti++)
+        for (int mi = 0; mi < 2; mi++)
+            for (int si = 0; si < 2; si++)
+                for (int oi = 0; oi < 3; oi++, i++) {
+                    rt_case k = {types[ti], modes[mi], eb_for(modes[mi]), scopes[si], ops[oi]};
+                    one(&k, counts[i % 5], (i * 3) % nranks, (i / 5) % 2, RT_FIELD, 64, 0);
+                }
+}
+
+/* 2^20 elements of a real field (each rank its own part of it);
+ * ZMPI_TEST_FULL=1 runs all 8 SUM configurations (the report). */
+static void large(void)
+{
+    MPI_Datatype types[2] = {MPI_FLOAT, MPI_DOUBLE};
+    zmpi_eb_mode modes[2] = {ZMPI_EB_ABS, ZMPI_EB_REL};
+    ZMPI_Scope scopes[2] = {ZMPI_SCOPE_RESULT, ZMPI_SCOPE_MESSAGE};
+    size_t n = (size_t)1 << 20;
+    int full = getenv("ZMPI_TEST_FULL") != NULL, i = 0;
+    for (int ti = 0; ti < 2; ti++)
+        for (int mi = 0; mi < 2; mi++)
+            for (int si = 0; si < 2; si++, i++) {
+                if (!full && !(ti == mi && mi == si))
+                    continue;
+                rt_case k = {types[ti], modes[mi], eb_for(modes[mi]), scopes[si], MPI_SUM};
+                one(&k, n, i % nranks, i % 2, RT_FIELD, 65536, 1);
+            }
+    rt_case kmin = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_MIN};
+    rt_case kmax = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_MAX};
+    one(&kmin, n, nranks - 1, 1, RT_FIELD, 65536, 1);
+    one(&kmax, n, 0, 0, RT_FIELD, 65536, 1);
+}
+
+static void hostile(void)
+{
+    size_t n = 20000;
+    rt_case a = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
+    rt_case b = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_MAX};
+    one(&a, n, 0, 0, RT_NOISE, 4096, 0);
+    one(&b, n, nranks / 2, 1, RT_NOISE, 4096, 0);
+    rt_case d = {MPI_FLOAT, ZMPI_EB_ABS, 1e-9, ZMPI_SCOPE_RESULT, MPI_SUM};
+    rt_case e = {MPI_FLOAT, ZMPI_EB_ABS, 1e-9, ZMPI_SCOPE_MESSAGE, MPI_MAX};
+    rt_case f = {MPI_DOUBLE, ZMPI_EB_REL, 1e-19, ZMPI_SCOPE_RESULT, MPI_SUM};
+    one(&d, n, nranks - 1, 0, RT_FIELD, 4096, 0);
+    one(&e, n, 0, 1, RT_FIELD, 4096, 0);
+    one(&f, n, nranks / 2, 0, RT_FIELD, 4096, 0);
+    MPI_Op ops[3] = {MPI_SUM, MPI_MIN, MPI_MAX};
+    for (int oi = 0; oi < 3; oi++) {
+        rt_case h = {oi % 2 ? MPI_DOUBLE : MPI_FLOAT, oi % 2 ? ZMPI_EB_REL : ZMPI_EB_ABS, oi % 2 ? 1e-4 : 1e-2,
+                     oi ? ZMPI_SCOPE_MESSAGE : ZMPI_SCOPE_RESULT, ops[oi]};
+        one(&h, 1000, oi % nranks, oi % 2, RT_SPECIAL, 64, 0);
+    }
+}
+
+/* A fallback must give exactly MPI's bytes at the root and be counted. */
+static void fallback_one(const char *what, const void *in, size_t bytes, int count, MPI_Datatype type,
+                         MPI_Op op, int root, int inplace, int expect_type, int expect_small, int expect_config)
+{
+    void *a = xmalloc(bytes), *b = xmalloc(bytes);
+    int rc;
+    MPI_Reduce(in, a, count, type, op, root, comm);
+    ZMPI_Stats s0 = stats();
+    if (inplace && rank == root) {
+        memcpy(b, in, bytes);
+        rc = ZMPI_Reduce(MPI_IN_PLACE, b, count, type, op, root, comm);
+    } else {
+        rc = ZMPI_Reduce(in, b, count, type, op, root, comm);
+    }
+    ZMPI_Stats s1 = stats();
+    MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
+    if (rank == root)
+        MT_CHECK(&T, !memcmp(a, b, bytes), "%s: result differs from MPI", what);
+    MT_CHECK(&T, s1.compressed == s0.compressed, "%s: counted as compressed", what);
+    if (expect_type)
+        MT_CHECK(&T, s1.fallback_type == s0.fallback_type + 1, "%s: not counted as type fallback", what);
+    if (expect_small)
+        MT_CHECK(&T, s1.fallback_small == s0.fallback_small + 1, "%s: not counted as small", what);
+    if (expect_config)
+        MT_CHECK(&T, s1.fallback_config == s0.fallback_config + 1, "%s: not counted as config", what);
+    free(a);
+    free(b);
+}
+
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    int n = *len * (*type == MPI_FLOAT ? 1 : 4);
+    for (int i = 0; i < n; i++)
+        ((float *)inout)[i] += ((float *)in)[i];
+}
+
+static void fallbacks(void)
+{
+    size_t n = 50000;
+    int *iv = xmalloc(n * sizeof(int)), last = nranks - 1;
+    float *fv = xmalloc(n * sizeof(float)), *pv = xmalloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        iv[i] = (int)((i * 2654435761u + (size_t)rank * 97u) % 100000u);
+    mt_fill_field(fv, n, MPI_FLOAT, (size_t)rank);
+    for (size_t i = 0; i < n; i++)
+        pv[i] = 1.0f + 1e-3f * fv[i];
+    rt_case k = {MPI_FLOAT, ZMPI_EB_REL, 1e-3, ZMPI_SCOPE_RESULT, MPI_SUM};
+    rt_config(comm, &k, 0, 65536, ZMPI_COLL_REDUCE, ZMPI_ALGO_DEFAULT);
+    fallback_one("MPI_INT", iv, n * sizeof(int), (int)n, MPI_INT, MPI_SUM, 0, 0, 1, 0, 0);
+    /* in place only at root 0: MPICH 4.0.2 itself crashes on
+     * MPI_Reduce(MPI_IN_PLACE) at a root != 0 (pmodels/mpich#6540, fixed
+     * upstream by #6543), and a fallback passes the user's arguments to MPI
+     * unchanged */
+    fallback_one("MPI_INT in place", iv, n * sizeof(int), (int)n, MPI_INT, MPI_MAX, 0, 1, 1, 0, 0);
+    MPI_Op uop;
+    MPI_Op_create(user_sum, 1, &uop);
+    fallback_one("user op", fv, n * sizeof(float), (int)n, MPI_FLOAT, uop, last, 0, 1, 0, 0);
+    fallback_one("MPI_PROD", pv, n * sizeof(float), (int)n, MPI_FLOAT, MPI_PROD, 0, 1, 1, 0, 0);
+    /* predefined ops are defined on predefined types only: a derived type
+     * comes with a user op */
+    MPI_Datatype vec4;
+    MPI_Type_contiguous(4, MPI_FLOAT, &vec4);
+    MPI_Type_commit(&vec4);
+    fallback_one("contiguous type", fv, n * sizeof(float), (int)(n / 4), vec4, uop, 0, 1, 1, 0, 0);
+    MPI_Type_free(&vec4);
+    MPI_Op_free(&uop);
+    rt_config(comm, &k, 65536, 65536, ZMPI_COLL_REDUCE, ZMPI_ALGO_DEFAULT);
+    fallback_one("below min_bytes", fv, 1000 * sizeof(float), 1000, MPI_FLOAT, MPI_SUM, last, 0, 0, 1, 0);
+    fallback_one("count 0 below min_bytes", fv, 0, 0, MPI_FLOAT, MPI_MIN, 0, 1, 0, 1, 0);
+    rt_config(comm, &k, 0, 65536, ZMPI_COLL_REDUCE, ZMPI_ALGO_MPI);
+    fallback_one("ZMPI_ALGO_MPI", fv, n * sizeof(float), (int)n, MPI_FLOAT, MPI_SUM, 0, 0, 0, 0, 1);
+    rt_case nb = {MPI_FLOAT, ZMPI_EB_NONE, 0, ZMPI_SCOPE_RESULT, MPI_SUM};
+    rt_config(comm, &nb, 0, 65536, ZMPI_COLL_REDUCE, ZMPI_ALGO_DEFAULT);
+    fallback_one("no bound", fv, n * sizeof(float), (int)n, MPI_FLOAT, MPI_MAX, last, 0, 0, 0, 1);
+    free(iv);
+    free(fv);
+    free(pv);
+}
+
+static void algorithms(void)
+{
+    const char *names[4];
+    int m = ZMPI_Coll_algorithms(ZMPI_COLL_REDUCE, 4, NULL, names, NULL);
+    MT_CHECK(&T, m == 1 && !strcmp(names[0], "rsg"), "algorithms: %d", m);
+    setenv("ZMPI_REDUCE_ALGORITHM", "rsg", 1);
+    ZMPI_Config cfg;
+    int rc = ZMPI_Config_from_env(&cfg, NULL);
+    MT_CHECK(&T, rc == MPI_SUCCESS &&
+                     cfg.algorithm[ZMPI_COLL_REDUCE] == ZMPI_Coll_algorithm_from_name(ZMPI_COLL_REDUCE, "rsg"),
+             "ZMPI_REDUCE_ALGORITHM=rsg -> %d", cfg.algorithm[ZMPI_COLL_REDUCE]);
+    unsetenv("ZMPI_REDUCE_ALGORITHM");
+}
+
+int main(int argc, char **argv)
+{
+    mt_init(&T, &argc, &argv, "test_reduce");
+    rank = T.rank;
+    nranks = T.size;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    algorithms();
+    fallbacks();
+    lossy_matrix();
+    hostile();
+    large();
+    MPI_Comm_free(&comm);
+    return mt_finish(&T);
+}
