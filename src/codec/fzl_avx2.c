@@ -102,6 +102,23 @@ static inline void put16(uint8_t *p, unsigned v)
 }
 
 /* Emits one block of deltas d0 (values 0..7) and d1 (8..15). */
+/* The 8 bit planes of 16 bytes, plane 0 first, as 16 output bytes. */
+static inline void planes8(__m128i b, uint8_t *o)
+{
+    uint64_t lo = 0, hi = 0;
+    /* peel the top bit of every byte (plane 7) downwards by doubling the bytes */
+    for (int j = 7; j >= 4; j--) {
+        hi |= (uint64_t)(unsigned)_mm_movemask_epi8(b) << (16 * (j - 4));
+        b = _mm_add_epi8(b, b);
+    }
+    for (int j = 3; j >= 0; j--) {
+        lo |= (uint64_t)(unsigned)_mm_movemask_epi8(b) << (16 * j);
+        b = _mm_add_epi8(b, b);
+    }
+    memcpy(o, &lo, 8);
+    memcpy(o + 8, &hi, 8);
+}
+
 static inline int emit16(fzl_enc *e, __m256i d0, __m256i d1)
 {
     __m256i a0 = _mm256_abs_epi32(d0), a1 = _mm256_abs_epi32(d1);
@@ -110,39 +127,36 @@ static inline int emit16(fzl_enc *e, __m256i d0, __m256i d1)
     o4 = _mm_or_si128(o4, _mm_shuffle_epi32(o4, 0x4E));
     o4 = _mm_or_si128(o4, _mm_shuffle_epi32(o4, 0xB1));
     uint32_t all = (uint32_t)_mm_cvtsi128_si32(o4);
-    if (all == 0) {
-        if (e->orec - e->out < 1)
-            return ZMPI_ERR_DST_TOO_SMALL;
-        *e->out++ = 0;
-        return 0;
-    }
-    unsigned L = 32u - (unsigned)__builtin_clz(all);
+    unsigned L = all ? 32u - (unsigned)__builtin_clz(all) : 0u;
+    const __m256i zero = _mm256_setzero_si256();
     unsigned neg = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(d0)) |
                    (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(d1)) << 8;
-    const __m256i zero = _mm256_setzero_si256();
-    unsigned S = 1u;
-    if (neg) {
-        unsigned pos = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(d0, zero))) |
-                       (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(d1, zero))) << 8;
-        S = pos == 0 ? 2u : 0u;
-    }
-    size_t need = 1 + (S == 0 ? 2 : 0) + 2 * L;
-    if ((size_t)(e->orec - e->out) < need)
+    unsigned pos = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(d0, zero))) |
+                   (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(d1, zero))) << 8;
+    /* S: 1 all >= 0, 2 all <= 0, 0 mixed; a constant block (L = 0) is head 0 */
+    unsigned S = L == 0 ? 0u : neg == 0 ? 1u : pos == 0 ? 2u : 0u;
+    unsigned sbytes = (S == 0 && L) ? 2u : 0u;
+    /* room for the unconditional 16-byte plane store below */
+    if ((size_t)(e->orec - e->out) < 1 + 2 + 16 + 2 * (size_t)L)
         return ZMPI_ERR_DST_TOO_SMALL;
     uint8_t *o8 = e->out;
-    *o8++ = (uint8_t)(L | S << 6);
-    if (S == 0) {
-        put16(o8, neg);
-        o8 += 2;
-    }
-    for (unsigned g = 0; 8 * g < L; g++) {
-        unsigned kmax = L - 8 * g < 8 ? L - 8 * g : 8;
-        __m128i b = bytes_of(a0, a1, (int)(8 * g), L > 8);
-        /* bring plane kmax-1 to the top bit of every byte, then peel downwards */
-        b = _mm_sll_epi16(b, _mm_cvtsi32_si128((int)(8 - kmax)));
-        for (int j = (int)kmax - 1; j >= 0; j--) {
-            put16(o8 + 2 * (8 * g + (unsigned)j), (unsigned)_mm_movemask_epi8(b));
-            b = _mm_add_epi8(b, b);
+    o8[0] = (uint8_t)(L | S << 6);
+    put16(o8 + 1, neg);
+    o8 += 1 + sbytes;
+    if (L <= 8) {
+        /* branch-free common case: all 8 planes of the low bytes are written,
+         * the ones above L are zero and are overwritten by the next block */
+        planes8(bytes_of(a0, a1, 0, 0), o8);
+    } else {
+        for (unsigned g = 0; 8 * g < L; g++) {
+            unsigned kmax = L - 8 * g < 8 ? L - 8 * g : 8;
+            __m128i b = bytes_of(a0, a1, (int)(8 * g), 1);
+            /* bring plane kmax-1 to the top bit of every byte, then peel downwards */
+            b = _mm_sll_epi16(b, _mm_cvtsi32_si128((int)(8 - kmax)));
+            for (int j = (int)kmax - 1; j >= 0; j--) {
+                put16(o8 + 2 * (8 * g + (unsigned)j), (unsigned)_mm_movemask_epi8(b));
+                b = _mm_add_epi8(b, b);
+            }
         }
     }
     e->out = o8 + 2 * L;
