@@ -5,13 +5,25 @@
  * gaps (v), roots 0 and N-1, MPI_IN_PLACE at the root, a derived sendtype at
  * the root; every element checked against plain MPI and the bound of its
  * block; fallbacks byte-identical; white noise; statistics prove the
- * compressed path ran.
+ * compressed path ran. cprp2p (compress per hop) in both scopes: result
+ * scope within the user's bound (REL: of the range of all blocks), message
+ * scope within one bound per compression of the block; the bytes compressed
+ * over all ranks show that every inner rank recompressed its subtree.
  */
 #include "movement_util.h"
 
 #define MAXALGO 8
 
 typedef mv_run run;
+
+/* Compressions of the block of virtual rank v in cprp2p: popcount(v). */
+static int hops_of(int v)
+{
+    int h = 0;
+    for (; v; v &= v - 1)
+        h++;
+    return h;
+}
 
 typedef struct layout {
     int *counts, *displs;
@@ -44,7 +56,7 @@ static layout make_layout(int size, int kind, int base)
 static void one(run *r, int kind, int base, int root, int in_place, int noise)
 {
     mt_state *t = r->t;
-    int size = t->size, rank = t->rank;
+    int size = t->size, rank = t->rank, cpr = !strcmp(r->aname, "cprp2p");
     size_t es = mv_es(r->type);
     layout l = make_layout(size, kind, base);
     size_t mine = (size_t)l.counts[rank];
@@ -81,11 +93,40 @@ static void one(run *r, int kind, int base, int root, int in_place, int noise)
     MT_CHECK(t, s1.compressed == s0.compressed + (size > 1), "%s: compressed path did not run", what);
     mv_same(t, what, send, orig, mine * es); /* the send buffer is untouched */
     mv_account(r, &s0, &s1);
+    /* bytes compressed over all ranks: each block once (cprp2p: once per
+     * hop, popcount(vrank) times), so a silent switch of algorithm cannot pass */
+    unsigned long long raw = s1.bytes_raw - s0.bytes_raw, all = 0, expect = 0;
+    MPI_Allreduce(&raw, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < size; i++)
+        if (i != root)
+            expect += (unsigned long long)l.counts[i] * es * (cpr ? hops_of((i - root + size) % size) : 1);
+    MT_CHECK(t, all == expect, "%s: %llu bytes compressed, expected %llu", what, all, expect);
     if (rank == root) {
+        double global = 0; /* range of all blocks (cprp2p, result scope, REL) */
+        {
+            double lo = INFINITY, hi = -INFINITY;
+            for (int i = 0; i < size; i++)
+                for (size_t e = 0; e < (size_t)l.counts[i]; e++) {
+                    double x = mt_get(ref + (size_t)l.displs[i] * es, e, r->type);
+                    if (isfinite(x)) {
+                        lo = x < lo ? x : lo;
+                        hi = x > hi ? x : hi;
+                    }
+                }
+            global = hi >= lo ? hi - lo : 0;
+        }
         for (int i = 0; i < size; i++) {
             size_t n = (size_t)l.counts[i], at = (size_t)l.displs[i] * es;
-            double bound = i == root ? 0.0 : mv_bound(r->mode, r->eb, ref + at, n, r->type);
-            mv_check(t, what, got + at, ref + at, n, r->type, bound, &r->worst);
+            double bound = mv_bound(r->mode, r->eb, ref + at, n, r->type), k = 1, w = 0;
+            int h = hops_of((i - root + size) % size);
+            if (cpr && r->scope == ZMPI_SCOPE_RESULT && r->mode == ZMPI_EB_REL)
+                bound = r->eb * global;
+            if (cpr && r->scope == ZMPI_SCOPE_MESSAGE && h > 1) /* error per hop */
+                k = r->mode == ZMPI_EB_ABS ? h : h * pow(1 + 2 * r->eb, h);
+            if (i == root)
+                bound = 0.0; /* the own block is copied, never compressed */
+            mv_check(t, what, got + at, ref + at, n, r->type, bound * k, &w);
+            r->worst = w * k > r->worst ? w * k : r->worst; /* reported against the user's bound */
         }
         /* the gaps between blocks are untouched */
         for (size_t e = 0; kind != 0 && e < l.total; e++) {
@@ -126,10 +167,19 @@ static void sweep(mt_state *t, int algo, const char *aname)
             one(&q, 0, large, ti == 0 ? 0 : size - 1, 0, 0);
             mv_report(&q, "gather", (size_t)large * (size_t)size);
         }
-    run r = mv_run_make(t, MPI_FLOAT, ZMPI_EB_REL, 1e-3, ZMPI_SCOPE_MESSAGE, aname);
-    mv_config(MPI_COMM_WORLD, ZMPI_COLL_GATHER, algo, r.mode, r.eb, r.scope, 0, 4096);
-    one(&r, 1, 5000, size - 1, 0, 0);
-    r = mv_run_make(t, MPI_FLOAT, ZMPI_EB_ABS, 1e-12, ZMPI_SCOPE_RESULT, aname);
+    /* message scope (the same bound for a compress-once algorithm; cprp2p:
+     * one bound per hop) */
+    for (int ti = 0; ti < 2; ti++)
+        for (int mi = 0; mi < 2; mi++) {
+            run m = mv_run_make(t, types[ti], modes[mi], mi ? 1e-3 : ebs[mi], ZMPI_SCOPE_MESSAGE, aname);
+            mv_config(MPI_COMM_WORLD, ZMPI_COLL_GATHER, algo, m.mode, m.eb, m.scope, 0, 4096);
+            one(&m, 1, 5000, ti ? 0 : size - 1, ti, 0);
+            run q = mv_run_make(t, m.type, m.mode, ebs[mi], m.scope, aname);
+            mv_config(MPI_COMM_WORLD, ZMPI_COLL_GATHER, algo, q.mode, q.eb, q.scope, 0, 4096);
+            one(&q, 0, large, ti == 0 ? size - 1 : 0, 0, 0);
+            mv_report(&q, "gather", (size_t)large * (size_t)size);
+        }
+    run r = mv_run_make(t, MPI_FLOAT, ZMPI_EB_ABS, 1e-12, ZMPI_SCOPE_RESULT, aname);
     mv_config(MPI_COMM_WORLD, ZMPI_COLL_GATHER, algo, r.mode, r.eb, r.scope, 0, 4096);
     one(&r, 0, 5000, 0, 0, 1);
     r = mv_run_make(t, MPI_DOUBLE, ZMPI_EB_REL, 1e-9, ZMPI_SCOPE_RESULT, aname);
@@ -235,6 +285,8 @@ int main(int argc, char **argv)
     const char *names[MAXALGO];
     int n = ZMPI_Coll_algorithms(ZMPI_COLL_GATHER, MAXALGO, ids, names, NULL);
     MT_CHECK(&t, n >= 1, "gather has %d algorithms", n);
+    MT_CHECK(&t, ZMPI_Coll_algorithm_from_name(ZMPI_COLL_GATHER, "cprp2p") > 0,
+             "gather: no cprp2p algorithm");
     for (int a = 0; a < n && a < MAXALGO; a++)
         sweep(&t, ids[a], names[a]);
     derived_root_sendtype(&t);

@@ -1,11 +1,14 @@
 /*
- * Compressed ZMPI_Reduce (rsg: ring reduce-scatter + compressed gather) at
- * any number of ranks and every root.
+ * Compressed ZMPI_Reduce (rsg: ring reduce-scatter + compressed gather;
+ * cprp2p: binomial tree, compress per hop) at any number of ranks and every
+ * root.
  *
  * Every element of every lossy result at the root is checked against plain
  * MPI's result on the same inputs and the documented bound
  * (reduction_util.h): result scope: the user's bound (REL: rel * (max - min)
- * of all inputs); message scope: N compressions of the user's bound. Float
+ * of all inputs); message scope: N compressions of the user's bound (rsg),
+ * N-1 (cprp2p, SUM) or ceil(log2 N) (cprp2p, MIN/MAX). The bytes compressed
+ * over all ranks identify the algorithm that ran. Float
  * and double, ABS and REL, SUM / MIN / MAX, counts 0, 1, < ranks, not
  * divisible by ranks, large (2^20 elements of a real field), MPI_IN_PLACE at
  * the root (recvbuf NULL elsewhere), white noise, bounds below the type's
@@ -21,7 +24,15 @@
 
 static mt_state T;
 static MPI_Comm comm;
-static int rank, nranks;
+static int rank, nranks, id_rsg, id_cprp2p;
+
+static int ceil_log2(int n)
+{
+    int d = 0;
+    while ((1 << d) < n)
+        d++;
+    return d;
+}
 
 static void *xmalloc(size_t n)
 {
@@ -41,9 +52,11 @@ static ZMPI_Stats stats(void)
     return s;
 }
 
-/* One compressed Reduce to root, checked at the root. */
-static void one(const rt_case *k, size_t n, int root, int inplace, rt_data data, size_t chunk, int report)
+/* One compressed Reduce to root with algorithm algo, checked at the root. */
+static void one(const rt_case *k, size_t n, int root, int inplace, rt_data data, size_t chunk, int report,
+                int algo)
 {
+    const char *aname = algo == id_cprp2p ? "cprp2p" : "rsg";
     size_t es = rt_es(k->type), wn = n * (size_t)rt_mult(k->op);
     int is_root = rank == root, rc;
     void *in = xmalloc(n * es), *got = is_root ? xmalloc(n * es) : NULL;
@@ -54,7 +67,7 @@ static void one(const rt_case *k, size_t n, int root, int inplace, rt_data data,
     MPI_Reduce(win, wref, (int)wn, rt_wtype(k->type), k->op, root, comm);
     double R = mt_global_range(in, n, k->type, comm);
 
-    rc = rt_config(comm, k, 0, chunk, ZMPI_COLL_REDUCE, ZMPI_ALGO_DEFAULT);
+    rc = rt_config(comm, k, 0, chunk, ZMPI_COLL_REDUCE, algo);
     MT_CHECK(&T, rc == MPI_SUCCESS, "config rc %d", rc);
     ZMPI_Stats s0 = stats();
     if (inplace && is_root) {
@@ -66,18 +79,31 @@ static void one(const rt_case *k, size_t n, int root, int inplace, rt_data data,
     ZMPI_Stats s1 = stats();
     MT_CHECK(&T, rc == MPI_SUCCESS, "ZMPI_Reduce rc %d", rc);
     if (nranks > 1)
-        MT_CHECK(&T, s1.compressed == s0.compressed + 1, "n=%zu: not run compressed", n);
+        MT_CHECK(&T, s1.compressed == s0.compressed + 1, "%s n=%zu: not run compressed", aname, n);
     else
         MT_CHECK(&T, s1.fallback_small == s0.fallback_small + 1, "np=1 must fall back");
+    /* bytes compressed over all ranks: rsg compresses every element once per
+     * ring step (N-1) and the non-root blocks once more for the gather;
+     * cprp2p compresses the whole vector once at every non-root rank */
+    unsigned long long raw = s1.bytes_raw - s0.bytes_raw, all = 0, expect = 0;
+    MPI_Allreduce(&raw, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
+    if (nranks > 1) {
+        size_t rootblock = n / (size_t)nranks + ((size_t)root < n % (size_t)nranks);
+        expect = (unsigned long long)((nranks - 1) * n + (algo == id_cprp2p ? 0 : n - rootblock)) * es;
+    }
+    MT_CHECK(&T, all == expect, "%s n=%zu root=%d: %llu bytes compressed, expected %llu", aname, n, root, all,
+             expect);
 
-    double bound = rt_bound(k, R, nranks, nranks - 1, 1);
+    /* compressions whose errors add up in one element of the result */
+    int hops = algo != id_cprp2p ? nranks - 1 : k->op == MPI_SUM ? nranks - 1 : ceil_log2(nranks);
+    double bound = rt_bound(k, R, nranks, hops, algo == id_cprp2p ? 0 : 1);
     rt_result res = {0, 0.0, 0.0, -1};
     if (is_root) {
         res = rt_check(k, got, wref, n, bound, nranks);
         MT_CHECK(&T, res.bad == 0,
-                 "%s %s %s %s n=%zu root=%d inplace=%d data=%d: %zu elements beyond bound %g (first %ld: got "
-                 "%.9g ref %.9Lg), worst %g",
-                 k->type == MPI_FLOAT ? "float" : "double", k->mode == ZMPI_EB_ABS ? "abs" : "rel",
+                 "%s %s %s %s %s n=%zu root=%d inplace=%d data=%d: %zu elements beyond bound %g (first %ld: "
+                 "got %.9g ref %.9Lg), worst %g",
+                 aname, k->type == MPI_FLOAT ? "float" : "double", k->mode == ZMPI_EB_ABS ? "abs" : "rel",
                  k->scope == ZMPI_SCOPE_RESULT ? "result" : "message", rt_op_name(k->op), n, root, inplace,
                  (int)data, res.bad, bound, res.first_bad,
                  res.first_bad >= 0 ? mt_get(got, (size_t)res.first_bad, k->type) : 0.0,
@@ -90,9 +116,9 @@ static void one(const rt_case *k, size_t n, int root, int inplace, rt_data data,
         unsigned long long rs[2] = {s1.bytes_raw - s0.bytes_raw, s1.bytes_sent - s0.bytes_sent}, g[2] = {0, 0};
         MPI_Reduce(rs, g, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, root, comm);
         if (is_root)
-            printf("REPORT reduce rsg %-6s %s %-7s %s n=%zu np=%d root=%d: max err / bound = %.3f (bound %.3g), "
-                   "ratio %.2f\n",
-                   k->type == MPI_FLOAT ? "float" : "double", k->mode == ZMPI_EB_ABS ? "abs" : "rel",
+            printf("REPORT reduce %-6s %-6s %s %-7s %s n=%zu np=%d root=%d: max err / bound = %.3f (bound "
+                   "%.3g), ratio %.2f\n",
+                   aname, k->type == MPI_FLOAT ? "float" : "double", k->mode == ZMPI_EB_ABS ? "abs" : "rel",
                    k->scope == ZMPI_SCOPE_RESULT ? "result" : "message", rt_op_name(k->op), n, nranks, root,
                    res.ratio, bound, g[1] ? (double)g[0] / (double)g[1] : 0.0);
     }
@@ -117,18 +143,24 @@ static void lossy_matrix(void)
     ZMPI_Scope scopes[2] = {ZMPI_SCOPE_RESULT, ZMPI_SCOPE_MESSAGE};
     MPI_Op ops[3] = {MPI_SUM, MPI_MIN, MPI_MAX};
     size_t counts[5] = {0, 1, (size_t)(nranks > 1 ? nranks - 1 : 0), (size_t)(7 * nranks + 3), 1000};
-    int i = 0;
-    for (int ti = 0; ti < 2; ti++)
-        for (int mi = 0; mi < 2; mi++)
-            for (int si = 0; si < 2; si++)
-                for (int oi = 0; oi < 3; oi++, i++) {
-                    rt_case k = {types[ti], modes[mi], eb_for(modes[mi]), scopes[si], ops[oi]};
-                    one(&k, counts[i % 5], (i * 3) % nranks, (i / 5) % 2, RT_FIELD, 64, 0);
-                }
+    int algos[2] = {id_rsg, id_cprp2p};
+    for (int a = 0; a < 2; a++) {
+        int i = 0;
+        for (int ti = 0; ti < 2; ti++)
+            for (int mi = 0; mi < 2; mi++)
+                for (int si = 0; si < 2; si++)
+                    for (int oi = 0; oi < 3; oi++, i++) {
+                        rt_case k = {types[ti], modes[mi], eb_for(modes[mi]), scopes[si], ops[oi]};
+                        one(&k, counts[i % 5], (i * 3 + a) % nranks, (i / 5 + a) % 2, RT_FIELD, 64, 0,
+                            algos[a]);
+                    }
+    }
 }
 
 /* 2^20 elements of a real field (each rank its own part of it);
- * ZMPI_TEST_FULL=1 runs all 8 SUM configurations (the report). */
+ * ZMPI_TEST_FULL=1 runs all 8 SUM configurations of both algorithms (the
+ * report); by default rsg runs float/ABS/result and double/REL/message,
+ * cprp2p float/REL/result and double/ABS/message. */
 static void large(void)
 {
     MPI_Datatype types[2] = {MPI_FLOAT, MPI_DOUBLE};
@@ -139,35 +171,38 @@ static void large(void)
     for (int ti = 0; ti < 2; ti++)
         for (int mi = 0; mi < 2; mi++)
             for (int si = 0; si < 2; si++, i++) {
-                if (!full && !(ti == mi && mi == si))
-                    continue;
                 rt_case k = {types[ti], modes[mi], eb_for(modes[mi]), scopes[si], MPI_SUM};
-                one(&k, n, i % nranks, i % 2, RT_FIELD, 65536, 1);
+                if (full || (ti == mi && mi == si))
+                    one(&k, n, i % nranks, i % 2, RT_FIELD, 65536, 1, id_rsg);
+                if (full || (ti != mi && mi != si))
+                    one(&k, n, (i + 1) % nranks, (i + 1) % 2, RT_FIELD, 65536, 1, id_cprp2p);
             }
     rt_case kmin = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_MIN};
     rt_case kmax = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_MAX};
-    one(&kmin, n, nranks - 1, 1, RT_FIELD, 65536, 1);
-    one(&kmax, n, 0, 0, RT_FIELD, 65536, 1);
+    one(&kmin, n, nranks - 1, 1, RT_FIELD, 65536, 1, id_rsg);
+    one(&kmax, n, 0, 0, RT_FIELD, 65536, 1, id_rsg);
+    one(&kmin, n, 0, 0, RT_FIELD, 65536, 1, id_cprp2p);
+    one(&kmax, n, nranks - 1, 1, RT_FIELD, 65536, 1, id_cprp2p);
 }
 
-static void hostile(void)
+static void hostile(int algo)
 {
     size_t n = 20000;
     rt_case a = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
     rt_case b = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_MAX};
-    one(&a, n, 0, 0, RT_NOISE, 4096, 0);
-    one(&b, n, nranks / 2, 1, RT_NOISE, 4096, 0);
+    one(&a, n, 0, 0, RT_NOISE, 4096, 0, algo);
+    one(&b, n, nranks / 2, 1, RT_NOISE, 4096, 0, algo);
     rt_case d = {MPI_FLOAT, ZMPI_EB_ABS, 1e-9, ZMPI_SCOPE_RESULT, MPI_SUM};
     rt_case e = {MPI_FLOAT, ZMPI_EB_ABS, 1e-9, ZMPI_SCOPE_MESSAGE, MPI_MAX};
     rt_case f = {MPI_DOUBLE, ZMPI_EB_REL, 1e-19, ZMPI_SCOPE_RESULT, MPI_SUM};
-    one(&d, n, nranks - 1, 0, RT_FIELD, 4096, 0);
-    one(&e, n, 0, 1, RT_FIELD, 4096, 0);
-    one(&f, n, nranks / 2, 0, RT_FIELD, 4096, 0);
+    one(&d, n, nranks - 1, 0, RT_FIELD, 4096, 0, algo);
+    one(&e, n, 0, 1, RT_FIELD, 4096, 0, algo);
+    one(&f, n, nranks / 2, 0, RT_FIELD, 4096, 0, algo);
     MPI_Op ops[3] = {MPI_SUM, MPI_MIN, MPI_MAX};
     for (int oi = 0; oi < 3; oi++) {
         rt_case h = {oi % 2 ? MPI_DOUBLE : MPI_FLOAT, oi % 2 ? ZMPI_EB_REL : ZMPI_EB_ABS, oi % 2 ? 1e-4 : 1e-2,
                      oi ? ZMPI_SCOPE_MESSAGE : ZMPI_SCOPE_RESULT, ops[oi]};
-        one(&h, 1000, oi % nranks, oi % 2, RT_SPECIAL, 64, 0);
+        one(&h, 1000, oi % nranks, oi % 2, RT_SPECIAL, 64, 0, algo);
     }
 }
 
@@ -253,8 +288,13 @@ static void fallbacks(void)
 static void algorithms(void)
 {
     const char *names[4];
-    int m = ZMPI_Coll_algorithms(ZMPI_COLL_REDUCE, 4, NULL, names, NULL);
-    MT_CHECK(&T, m == 1 && !strcmp(names[0], "rsg"), "algorithms: %d", m);
+    int ids[4];
+    int m = ZMPI_Coll_algorithms(ZMPI_COLL_REDUCE, 4, ids, names, NULL);
+    MT_CHECK(&T, m == 2 && !strcmp(names[0], "rsg") && !strcmp(names[1], "cprp2p"), "algorithms: %d", m);
+    id_rsg = ids[0];
+    id_cprp2p = ids[1];
+    MT_CHECK(&T, id_cprp2p == ZMPI_Coll_algorithm_from_name(ZMPI_COLL_REDUCE, "cprp2p"), "cprp2p id %d",
+             id_cprp2p);
     setenv("ZMPI_REDUCE_ALGORITHM", "rsg", 1);
     ZMPI_Config cfg;
     int rc = ZMPI_Config_from_env(&cfg, NULL);
@@ -273,7 +313,8 @@ int main(int argc, char **argv)
     algorithms();
     fallbacks();
     lossy_matrix();
-    hostile();
+    hostile(id_rsg);
+    hostile(id_cprp2p);
     large();
     MPI_Comm_free(&comm);
     return mt_finish(&T);

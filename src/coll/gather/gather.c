@@ -6,7 +6,10 @@
  * recompression), so every element the root receives from another rank is
  * within the bound of one compression - ABS: <= eb; REL: <= rel * (max - min)
  * of that rank's block. Message scope = result scope. The root's own block is
- * copied exactly.
+ * copied exactly. cprp2p (compress-per-hop baseline): the block of vrank k
+ * is compressed popcount(k) <= ceil(log2 N) times; result scope <= eb (each
+ * compression gets eb / ceil(log2 N), REL: rel * the range of all blocks /
+ * ceil(log2 N)); message scope up to ceil(log2 N) * eb.
  *
  * Datatypes: recvtype is significant at the root only, sendtype at the other
  * ranks; the compressed path needs MPI_FLOAT or MPI_DOUBLE as the significant
@@ -33,6 +36,10 @@ const zmpi_algo zmpi_gather_algos[] = {
     {ZMPI_GATHER_BINOMIAL, "binomial",
      "binomial tree; every rank compresses its block once, bundles are forwarded up without recompression",
      (const void *)zmpi_gatherv_binomial},
+    {ZMPI_GATHER_CPRP2P, "cprp2p",
+     "baseline: binomial tree where every inner rank decompresses its children's blocks and recompresses "
+     "its whole subtree bundle (error grows per hop)",
+     (const void *)zmpi_gatherv_cprp2p},
     {0, NULL, NULL, NULL}};
 
 static size_t elem_size(MPI_Datatype type)
@@ -45,7 +52,8 @@ static size_t elem_size(MPI_Datatype type)
 static int run(zmpi_call *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                const int *recvcounts, const int *displs, int root)
 {
-    int rc = zmpi_call_bound(c, 1, NULL, 0);
+    /* cprp2p sets its per-hop bound itself (from every rank's block) */
+    int rc = c->algo == ZMPI_GATHER_CPRP2P ? MPI_SUCCESS : zmpi_call_bound(c, 1, NULL, 0);
     if (rc)
         goto fn_exit;
     if (c->rank == root && sendbuf != MPI_IN_PLACE && sendtype != c->type) {

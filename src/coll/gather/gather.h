@@ -7,11 +7,13 @@
 
 #include "coll/registry.h"
 
-enum { ZMPI_GATHER_LINEAR = 1, ZMPI_GATHER_BINOMIAL = 2 };
+enum { ZMPI_GATHER_LINEAR = 1, ZMPI_GATHER_BINOMIAL = 2, ZMPI_GATHER_CPRP2P = 3 };
 
 int zmpi_gatherv_linear(zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
                         const int *recvcounts, const int *displs, int root);
 int zmpi_gatherv_binomial(zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
                           const int *recvcounts, const int *displs, int root);
+int zmpi_gatherv_cprp2p(zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
+                        const int *recvcounts, const int *displs, int root);
 
 #endif

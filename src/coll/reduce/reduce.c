@@ -7,6 +7,10 @@
  *                  uncompressed reduction (REL: eb = rel * (max - min) of all
  *                  ranks' inputs); N compressions of eb/N each.
  *   message scope: each message within eb; the result within N*eb (ABS).
+ * cprp2p (compress-per-hop baseline, binomial tree; reduce_cprp2p.c): the
+ * N-1 compressed partials add their errors for SUM, only a path's
+ * ceil(log2 N) for MIN/MAX; result scope <= eb (each compression gets
+ * eb / hops), message scope up to (N-1)*eb (SUM) or ceil(log2 N)*eb.
  * Plus the rounding of the reduction itself in the datatype.
  *
  * Falls back to PMPI_Reduce with the user's arguments for types other than
@@ -22,6 +26,10 @@ const zmpi_algo zmpi_reduce_algos[] = {
      "ring reduce-scatter (pieces compressed while in flight) + gather of the blocks, compressed "
      "once, to the root; error <= N compressions",
      (const void *)zmpi_reduce_rsg},
+    {2, "cprp2p",
+     "baseline: binomial tree where every hop decompresses, reduces and recompresses the partial result "
+     "(error grows per hop)",
+     (const void *)zmpi_reduce_cprp2p},
     {0, NULL, NULL, NULL}};
 
 int ZMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,

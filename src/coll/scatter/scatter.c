@@ -6,7 +6,11 @@
  * receives is within the bound of one compression - ABS: <= eb; REL:
  * <= rel * (max - min) of that rank's part (its own range, never wider than
  * the range of the whole send buffer). Message scope = result scope. The
- * root's own part is copied exactly.
+ * root's own part is copied exactly. cprp2p (compress-per-hop baseline):
+ * the part of vrank k is compressed popcount(k) <= ceil(log2 N) times;
+ * result scope <= eb (each compression gets eb / ceil(log2 N), REL: rel *
+ * the range of all parts / ceil(log2 N)); message scope up to
+ * ceil(log2 N) * eb.
  *
  * Datatypes: sendtype is significant at the root only, recvtype at the
  * other ranks; the compressed path needs MPI_FLOAT or MPI_DOUBLE as the
@@ -35,6 +39,10 @@ const zmpi_algo zmpi_scatter_algos[] = {
      (const void *)zmpi_scatterv_binomial},
     {ZMPI_SCATTER_LINEAR, "linear", "the root compresses each part once and sends it to its rank",
      (const void *)zmpi_scatterv_linear},
+    {ZMPI_SCATTER_CPRP2P, "cprp2p",
+     "baseline: binomial tree where every inner rank decompresses its bundle and recompresses the parts it "
+     "forwards (error grows per hop)",
+     (const void *)zmpi_scatterv_cprp2p},
     {0, NULL, NULL, NULL}};
 
 static size_t elem_size(MPI_Datatype type)
@@ -47,7 +55,8 @@ static size_t elem_size(MPI_Datatype type)
 static int run(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs, void *recvbuf,
                int recvcount, MPI_Datatype recvtype, int root)
 {
-    int rc = zmpi_call_bound(c, 1, NULL, 0);
+    /* cprp2p sets its per-hop bound itself (from the parts of the send buffer) */
+    int rc = c->algo == ZMPI_SCATTER_CPRP2P ? MPI_SUCCESS : zmpi_call_bound(c, 1, NULL, 0);
     if (rc)
         goto fn_exit;
     if (c->rank == root && recvbuf != MPI_IN_PLACE && recvtype != c->type) {

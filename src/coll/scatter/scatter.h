@@ -7,11 +7,13 @@
 
 #include "coll/registry.h"
 
-enum { ZMPI_SCATTER_BINOMIAL = 1, ZMPI_SCATTER_LINEAR = 2 };
+enum { ZMPI_SCATTER_BINOMIAL = 1, ZMPI_SCATTER_LINEAR = 2, ZMPI_SCATTER_CPRP2P = 3 };
 
 int zmpi_scatterv_binomial(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs,
                            void *recvbuf, int recvcount, int root);
 int zmpi_scatterv_linear(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs,
+                         void *recvbuf, int recvcount, int root);
+int zmpi_scatterv_cprp2p(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs,
                          void *recvbuf, int recvcount, int root);
 
 #endif
