@@ -31,6 +31,10 @@ const zmpi_algo zmpi_bcast_algos[] = {
     {ZMPI_BCAST_CPRP2P, "cprp2p",
      "baseline: binomial tree where every inner rank decompresses and recompresses (error grows per hop)",
      (const void *)zmpi_bcast_cprp2p},
+    {ZMPI_BCAST_SCATTER_ALLGATHER, "scatter_allgather",
+     "the root compresses N pieces once; the streams are scattered, then allgathered (about 2 x the "
+     "compressed size per rank instead of log2 N x)",
+     (const void *)zmpi_bcast_scatter_allgather},
     {0, NULL, NULL, NULL}};
 
 static int ceil_log2(int n)

@@ -7,10 +7,11 @@
 
 #include "coll/registry.h"
 
-enum { ZMPI_BCAST_BINOMIAL = 1, ZMPI_BCAST_PIPELINED = 2, ZMPI_BCAST_CPRP2P = 3 };
+enum { ZMPI_BCAST_BINOMIAL = 1, ZMPI_BCAST_PIPELINED = 2, ZMPI_BCAST_CPRP2P = 3, ZMPI_BCAST_SCATTER_ALLGATHER = 4 };
 
 int zmpi_bcast_binomial(zmpi_call *c, void *buf, size_t count, int root);
 int zmpi_bcast_pipelined(zmpi_call *c, void *buf, size_t count, int root);
 int zmpi_bcast_cprp2p(zmpi_call *c, void *buf, size_t count, int root);
+int zmpi_bcast_scatter_allgather(zmpi_call *c, void *buf, size_t count, int root);
 
 #endif
