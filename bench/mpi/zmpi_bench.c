@@ -91,9 +91,9 @@ typedef struct bk_coll_info {
 static const bk_coll_info bk_colls[BK_NCOLL] = {
     {"p2p", -1, BK_KIND_P2P, "the message"},
     {"bcast", ZMPI_COLL_BCAST, BK_KIND_ROOT, "the buffer"},
-    {"scatter", ZMPI_COLL_SCATTER, BK_KIND_ROOT, "each rank's block"},
-    {"gather", ZMPI_COLL_GATHER, BK_KIND_MOVE, "each rank's block"},
-    {"allgather", ZMPI_COLL_ALLGATHER, BK_KIND_MOVE, "each rank's block"},
+    {"scatter", ZMPI_COLL_SCATTER, BK_KIND_ROOT, "the root's send buffer (bytes/N per rank)"},
+    {"gather", ZMPI_COLL_GATHER, BK_KIND_MOVE, "the root's receive buffer (bytes/N per rank)"},
+    {"allgather", ZMPI_COLL_ALLGATHER, BK_KIND_MOVE, "each rank's receive buffer (bytes/N per rank)"},
     {"alltoall", ZMPI_COLL_ALLTOALL, BK_KIND_MOVE, "each rank's send buffer (bytes/N per peer)"},
     {"reduce_scatter", ZMPI_COLL_REDUCE_SCATTER, BK_KIND_RED, "each rank's input vector"},
     {"allreduce", ZMPI_COLL_ALLREDUCE, BK_KIND_RED, "the vector"},
@@ -770,17 +770,20 @@ static int bk_case_init(bench *b, bk_case *k, bk_coll coll, size_t bytes)
         k->in_n = root ? n : 0;
         k->out_n = n;
         break;
-    case BK_SCATTER:
-        k->in_n = root ? N * n : 0;
-        k->out_n = n;
+    case BK_SCATTER: /* bytes: the whole vector, as MPI benchmarks count it */
+        k->n = (int)(n / N ? n / N : 1);
+        k->in_n = root ? N * (size_t)k->n : 0;
+        k->out_n = (size_t)k->n;
         break;
     case BK_GATHER:
-        k->in_n = n;
-        k->out_n = root ? N * n : 0;
+        k->n = (int)(n / N ? n / N : 1);
+        k->in_n = (size_t)k->n;
+        k->out_n = root ? N * (size_t)k->n : 0;
         break;
     case BK_ALLGATHER:
-        k->in_n = n;
-        k->out_n = N * n;
+        k->n = (int)(n / N ? n / N : 1);
+        k->in_n = (size_t)k->n;
+        k->out_n = N * (size_t)k->n;
         break;
     case BK_ALLTOALL:
         k->blk = (int)(n / N ? n / N : 1);

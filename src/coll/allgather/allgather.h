@@ -12,10 +12,12 @@
 
 #include "coll/registry.h"
 
-enum { ZMPI_ALLGATHER_RING = 1, ZMPI_ALLGATHER_CPRP2P = 2 };
+enum { ZMPI_ALLGATHER_RING = 1, ZMPI_ALLGATHER_CPRP2P = 2, ZMPI_ALLGATHER_RDB = 3 };
 
 int zmpi_allgatherv_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
                          const int *displs);
+int zmpi_allgatherv_rdb(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
+                        const int *displs);
 int zmpi_allgatherv_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
                            const int *displs);
 

@@ -23,6 +23,11 @@
  * of the owner's block; message scope = result scope. The owner's copy of
  * its block is exact.
  *
+ * rdb (zmpi_allgatherv_rdb): the same compressed blocks exchanged by
+ * recursive doubling (coll/common/rdb.h): log2 N steps of doubling groups
+ * instead of N - 1 ring steps, for power-of-two N (others run the ring).
+ * Same error and the same results.
+ *
  * Edge cases: blocks of 0 elements have size 0 (no message); uneven blocks
  * (Allgatherv); MPI_IN_PLACE; any N >= 2 (a ring needs no power of two);
  * blocks below ZMPI_MIN_BYTES travel uncompressed (v-variant).
@@ -32,85 +37,148 @@
 
 #include "coll/allgather/allgather.h"
 #include "coll/common/movement.h"
+#include "coll/common/rdb.h"
 
-int zmpi_allgatherv_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
-                         const int *displs)
+/* State shared by the ring and the recursive-doubling exchange. */
+typedef struct ag_state {
+    zmpi_call *c;
+    void *recvbuf;
+    const int *recvcounts, *displs;
+    unsigned char *z; /* all compressed blocks, back to back */
+    uint64_t *lens;
+    size_t *off;      /* size + 1 offsets into z */
+    int drc;          /* first decompression error */
+} ag_state;
+
+/* Compresses the own block (copied into place first), learns every block's
+ * size (one allgather of uint64), lays the streams out in s->z. */
+static int ag_prologue(ag_state *s, const void *sendbuf)
 {
-    int rc = MPI_SUCCESS, drc = MPI_SUCCESS, size = c->size, rank = c->rank;
-    int right = (rank + 1) % size, left = (rank - 1 + size) % size, prev = -1;
-    char *own = (char *)recvbuf + (ptrdiff_t)displs[rank] * (ptrdiff_t)c->es;
-    size_t n = (size_t)recvcounts[rank], cap = zmpi_dm_cap(c, n), len = 0, total = 0;
-    unsigned char *mine = NULL, *z = NULL;
-    uint64_t mylen = 0, *lens = NULL;
-    size_t *off = NULL;
-    zmpi_dm_reqs r = {0};
+    zmpi_call *c = s->c;
+    int rc, size = c->size, rank = c->rank;
+    char *own = (char *)s->recvbuf + (ptrdiff_t)s->displs[rank] * (ptrdiff_t)c->es;
+    size_t n = (size_t)s->recvcounts[rank], cap = zmpi_dm_cap(c, n), len = 0;
+    unsigned char *mine = NULL;
+    uint64_t mylen;
 
-    if (size < 2)
-        goto fn_exit;
     if (sendbuf != MPI_IN_PLACE && n > 0)
         memcpy(own, sendbuf, n * c->es);
     rc = zmpi_alloc(cap, &mine);
     if (rc == MPI_SUCCESS)
         rc = zmpi_dm_compress(c, own, n, mine, cap, &len);
     if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)size * sizeof *lens, &lens);
+        rc = zmpi_alloc((size_t)size * sizeof *s->lens, &s->lens);
     if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc(((size_t)size + 1) * sizeof *off, &off);
+        rc = zmpi_alloc(((size_t)size + 1) * sizeof *s->off, &s->off);
     if (rc)
-        goto fn_fail;
+        goto fn_exit;
     mylen = len;
-    rc = PMPI_Allgather(&mylen, 1, MPI_UINT64_T, lens, 1, MPI_UINT64_T, c->comm);
+    rc = PMPI_Allgather(&mylen, 1, MPI_UINT64_T, s->lens, 1, MPI_UINT64_T, c->comm);
     if (rc)
-        goto fn_fail;
-    off[0] = 0;
+        goto fn_exit;
+    s->off[0] = 0;
     for (int i = 0; i < size; i++) {
-        if (lens[i] > (uint64_t)(SIZE_MAX - off[i])) {
+        if (s->lens[i] > (uint64_t)(SIZE_MAX - s->off[i])) {
             rc = MPI_ERR_OTHER;
-            goto fn_fail;
+            goto fn_exit;
         }
-        off[i + 1] = off[i] + (size_t)lens[i];
+        s->off[i + 1] = s->off[i] + (size_t)s->lens[i];
     }
-    total = off[size];
-    rc = zmpi_alloc(total, &z);
+    rc = zmpi_alloc(s->off[size] ? s->off[size] : 1, &s->z);
+    if (rc)
+        goto fn_exit;
+    if (len > 0)
+        memcpy(s->z + s->off[rank], mine, len);
+fn_exit:
+    free(mine);
+    return rc;
+}
+
+static void ag_free(ag_state *s)
+{
+    free(s->off);
+    free(s->lens);
+    free(s->z);
+}
+
+/* Decompresses foreign block b (the owner keeps its exact block). */
+static void ag_decompress(ag_state *s, int b)
+{
+    if (b == s->c->rank)
+        return;
+    int e = zmpi_dm_decompress(s->c, s->z + s->off[b], (size_t)s->lens[b],
+                               (char *)s->recvbuf + (ptrdiff_t)s->displs[b] * (ptrdiff_t)s->c->es,
+                               (size_t)s->recvcounts[b]);
+    s->drc = s->drc ? s->drc : e;
+}
+
+int zmpi_allgatherv_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
+                         const int *displs)
+{
+    int rc = MPI_SUCCESS, size = c->size, rank = c->rank;
+    int right = (rank + 1) % size, left = (rank - 1 + size) % size, prev = -1;
+    ag_state s = {c, recvbuf, recvcounts, displs, NULL, NULL, NULL, MPI_SUCCESS};
+    zmpi_dm_reqs r = {0};
+
+    if (size < 2)
+        goto fn_exit;
+    rc = ag_prologue(&s, sendbuf);
     if (rc)
         goto fn_fail;
-    if (len > 0)
-        memcpy(z + off[rank], mine, len);
-    free(mine);
-    mine = NULL;
-
-    for (int s = 0; s < size - 1; s++) {
-        int sb = (rank - s + size) % size, rb = (rank - s - 1 + size) % size;
-        rc = zmpi_dm_irecv(c, z + off[rb], (size_t)lens[rb], left, ZMPI_TAG_ALLGATHER, &r);
+    for (int st = 0; st < size - 1; st++) {
+        int sb = (rank - st + size) % size, rb = (rank - st - 1 + size) % size;
+        rc = zmpi_dm_irecv(c, s.z + s.off[rb], (size_t)s.lens[rb], left, ZMPI_TAG_ALLGATHER, &r);
         if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_isend(c, z + off[sb], (size_t)lens[sb], right, ZMPI_TAG_ALLGATHER, &r);
+            rc = zmpi_dm_isend(c, s.z + s.off[sb], (size_t)s.lens[sb], right, ZMPI_TAG_ALLGATHER, &r);
         if (rc)
             goto fn_fail;
-        if (prev >= 0) { /* the block of the previous step, while this one travels */
-            int e = zmpi_dm_decompress(c, z + off[prev], (size_t)lens[prev],
-                                       (char *)recvbuf + (ptrdiff_t)displs[prev] * (ptrdiff_t)c->es,
-                                       (size_t)recvcounts[prev]);
-            drc = drc ? drc : e;
-        }
+        if (prev >= 0) /* the block of the previous step, while this one travels */
+            ag_decompress(&s, prev);
         rc = zmpi_dm_waitall(&r);
         if (rc)
             goto fn_fail;
         prev = rb;
     }
-    if (prev >= 0) {
-        int e = zmpi_dm_decompress(c, z + off[prev], (size_t)lens[prev],
-                                   (char *)recvbuf + (ptrdiff_t)displs[prev] * (ptrdiff_t)c->es,
-                                   (size_t)recvcounts[prev]);
-        drc = drc ? drc : e;
-    }
-    rc = drc;
+    if (prev >= 0)
+        ag_decompress(&s, prev);
+    rc = s.drc;
 fn_exit:
     zmpi_dm_reqs_free(&r);
-    free(off);
-    free(lens);
-    free(mine);
-    free(z);
+    ag_free(&s);
     return rc;
 fn_fail:
     goto fn_exit;
+}
+
+static int ag_arrived(void *arg, int first, int n)
+{
+    for (int b = first; b < first + n; b++)
+        ag_decompress(arg, b);
+    return MPI_SUCCESS;
+}
+
+int zmpi_allgatherv_rdb(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
+                        const int *displs)
+{
+    int rc = MPI_SUCCESS, size = c->size, *ranks = NULL;
+    ag_state s = {c, recvbuf, recvcounts, displs, NULL, NULL, NULL, MPI_SUCCESS};
+
+    if (!zmpi_is_pow2(size))
+        return zmpi_allgatherv_ring(c, sendbuf, recvbuf, recvcounts, displs);
+    if (size < 2)
+        goto fn_exit;
+    rc = ag_prologue(&s, sendbuf);
+    if (rc == MPI_SUCCESS)
+        rc = zmpi_alloc((size_t)size * sizeof *ranks, &ranks);
+    if (rc)
+        goto fn_exit;
+    for (int i = 0; i < size; i++)
+        ranks[i] = i;
+    rc = zmpi_rdb_allgather(c, s.z, s.off, size, c->rank, ranks, ZMPI_TAG_ALLGATHER, ag_arrived, &s);
+    if (rc == MPI_SUCCESS)
+        rc = s.drc;
+fn_exit:
+    free(ranks);
+    ag_free(&s);
+    return rc;
 }

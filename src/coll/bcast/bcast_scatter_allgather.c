@@ -18,7 +18,9 @@
  * allgather) instead of log2(N) x |x| / ratio in a binomial tree: the
  * large-message broadcast of MPI libraries (van de Geijn), on compressed
  * bytes. The movement uses the MPI library's own tuned Scatterv and
- * Allgatherv on the private communicator.
+ * Allgatherv on the private communicator, except that for a power-of-two N
+ * the allgather is zmpi's recursive doubling (coll/common/rdb.h), which
+ * decompresses the pieces that arrived while the next step travels.
  *
  * Error per element: one compression. ABS: <= eb; REL: <= rel * (max - min)
  * of the element's piece (never wider than the buffer's range); message
@@ -34,6 +36,30 @@
 #include <string.h>
 
 #include "coll/bcast/bcast.h"
+#include "coll/common/movement.h"
+#include "coll/common/rdb.h"
+
+typedef struct sa_state {
+    zmpi_call *c;
+    unsigned char *z;
+    char *buf;
+    const int *cnt, *dsp;
+    size_t base, extra;
+    int drc;
+} sa_state;
+
+/* Decompresses pieces [first, first + n) (non-root ranks). */
+static int sa_arrived(void *arg, int first, int n)
+{
+    sa_state *s = arg;
+    for (int i = first; i < first + n; i++) {
+        size_t m = s->base + ((size_t)i < s->extra);
+        size_t off = (size_t)i * s->base + ((size_t)i < s->extra ? (size_t)i : s->extra);
+        int e = zmpi_block_decompress(s->c, s->z + s->dsp[i], (size_t)s->cnt[i], s->buf + off * s->c->es, m);
+        s->drc = s->drc ? s->drc : e;
+    }
+    return MPI_SUCCESS;
+}
 
 int zmpi_bcast_scatter_allgather(zmpi_call *c, void *buf, size_t count, int root)
 {
@@ -96,19 +122,43 @@ int zmpi_bcast_scatter_allgather(zmpi_call *c, void *buf, size_t count, int root
     }
     rc = PMPI_Scatterv(z, cnt, dsp, MPI_BYTE, me == root ? MPI_IN_PLACE : (void *)(z + dsp[me]), cnt[me],
                        MPI_BYTE, root, c->comm);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, z, cnt, dsp, MPI_BYTE, c->comm);
     if (rc)
         goto fn_fail;
-    if (me != root) {
-        size_t off = 0;
-        for (int i = 0; i < n; i++) {
-            size_t m = base + ((size_t)i < extra);
-            int e = zmpi_block_decompress(c, z + dsp[i], (size_t)cnt[i], (char *)buf + off * c->es, m);
-            drc = drc ? drc : e;
-            off += m;
+    if (zmpi_is_pow2(n)) {
+        /* recursive doubling: log2 N steps, decompressing while the next travels */
+        sa_state s = {c, z, buf, cnt, dsp, base, extra, MPI_SUCCESS};
+        int *ranks = NULL;
+        size_t *off = NULL;
+        rc = zmpi_alloc((size_t)n * sizeof *ranks, &ranks);
+        if (rc == MPI_SUCCESS)
+            rc = zmpi_alloc(((size_t)n + 1) * sizeof *off, &off);
+        if (rc == MPI_SUCCESS) {
+            for (int i = 0; i < n; i++) {
+                ranks[i] = i;
+                off[i] = (size_t)dsp[i];
+            }
+            off[n] = (size_t)total;
+            rc = zmpi_rdb_allgather(c, z, off, n, me, ranks, ZMPI_TAG_BCAST, me == root ? NULL : sa_arrived, &s);
+        }
+        free(ranks);
+        free(off);
+        drc = s.drc;
+    } else {
+        rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, z, cnt, dsp, MPI_BYTE, c->comm);
+        if (rc)
+            goto fn_fail;
+        if (me != root) {
+            size_t off = 0;
+            for (int i = 0; i < n; i++) {
+                size_t m = base + ((size_t)i < extra);
+                int e = zmpi_block_decompress(c, z + dsp[i], (size_t)cnt[i], (char *)buf + off * c->es, m);
+                drc = drc ? drc : e;
+                off += m;
+            }
         }
     }
+    if (rc)
+        goto fn_fail;
     rc = drc;
 fn_exit:
     free(z);
