@@ -1,15 +1,16 @@
 /*
- * Compressed ZMPI_Allreduce (algorithms ring and cprp2p) at any number of
- * ranks.
+ * Compressed ZMPI_Allreduce (algorithms ring, rhd and cprp2p) at any
+ * number of ranks.
  *
  * Every element of every lossy result is checked against plain MPI's
  * result on the same inputs and the documented bound (reduction_util.h):
  * result scope: the user's bound (REL: rel * (max - min) of all inputs);
- * message scope: N compressions (ring) or 2N-2 (cprp2p) of the user's bound.
+ * message scope: N compressions (ring, rhd) or 2N-2 (cprp2p) of the user's
+ * bound.
  * Float and double, ABS and REL, SUM / MIN / MAX, counts 0, 1, < ranks, not
  * divisible by ranks, large (2^20 elements of a real field), MPI_IN_PLACE,
  * white noise, bounds below the type's resolution, non-finite values. The
- * ring must give bit-identical results on all ranks. Every compressed call
+ * ring and rhd must give bit-identical results on all ranks. Every compressed call
  * must be counted as compressed (no silent fallback); every fallback
  * (MPI_INT, a user op, MPI_PROD, a contiguous derived type, below
  * min_bytes, ZMPI_ALGO_MPI, no bound) must be byte-identical to MPI.
@@ -21,7 +22,7 @@
 
 static mt_state T;
 static MPI_Comm comm;
-static int rank, nranks, id_ring, id_cprp2p;
+static int rank, nranks, id_ring, id_cprp2p, id_rhd;
 
 static void *xmalloc(size_t n)
 {
@@ -48,7 +49,7 @@ static int one(const rt_case *k, size_t n, int inplace, rt_data data, int algo, 
     size_t es = rt_es(k->type), wn = n * (size_t)rt_mult(k->op);
     void *in = xmalloc(n * es), *got = xmalloc(n * es);
     void *win = xmalloc(wn * rt_wes(k->type)), *wref = xmalloc(wn * rt_wes(k->type));
-    const char *aname = algo == id_cprp2p ? "cprp2p" : "ring";
+    const char *aname = algo == id_cprp2p ? "cprp2p" : algo == id_rhd ? "rhd" : "ring";
     int rc, same;
 
     rt_fill(in, n, k->type, rank, data, k->op);
@@ -73,7 +74,7 @@ static int one(const rt_case *k, size_t n, int inplace, rt_data data, int algo, 
         MT_CHECK(&T, s1.fallback_small == s0.fallback_small + 1, "np=1 must fall back");
 
     int extra = algo == id_cprp2p ? nranks - 1 : 1;
-    double bound = rt_bound(k, R, nranks, nranks - 1, extra);
+    double bound = rt_bound(k, R, nranks, nranks - 1, extra); /* rhd: a tree of N-1 merges, partials no wider */
     rt_result res = rt_check(k, got, wref, n, bound, nranks);
     MT_CHECK(&T, res.bad == 0,
              "%s %s %s %s %s n=%zu inplace=%d data=%d: %zu elements beyond bound %g (first %ld: got %.9g "
@@ -86,7 +87,7 @@ static int one(const rt_case *k, size_t n, int inplace, rt_data data, int algo, 
              res.worst);
     same = rt_same_everywhere(rt_hash(got, n * es), comm);
     if (algo != id_cprp2p)
-        MT_CHECK(&T, same, "ring: ranks got different results (n=%zu)", n);
+        MT_CHECK(&T, same, "%s: ranks got different results (n=%zu)", aname, n);
     if (report) {
         double ratio = res.ratio, worst = 0;
         unsigned long long raw = s1.bytes_raw - s0.bytes_raw, sent = s1.bytes_sent - s0.bytes_sent;
@@ -127,6 +128,7 @@ static void lossy_matrix(void)
                 for (int oi = 0; oi < 3; oi++, i++) {
                     rt_case k = {types[ti], modes[mi], eb_for(modes[mi]), scopes[si], ops[oi]};
                     one(&k, counts[i % 5], (i / 5) % 2, RT_FIELD, id_ring, 64, 0);
+                    one(&k, counts[(i + 2) % 5], (i / 5 + 1) % 2, RT_FIELD, id_rhd, 64, 0);
                 }
 }
 
@@ -154,6 +156,11 @@ static void large(void)
     rt_case kmax = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_MAX};
     one(&kmin, n, 1, RT_FIELD, id_ring, 65536, 1);
     one(&kmax, n, 0, RT_FIELD, id_ring, 65536, 1);
+    /* rhd at full size: both scopes */
+    rt_case r1 = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
+    rt_case r2 = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_SUM};
+    one(&r1, n, 0, RT_FIELD, id_rhd, 65536, 1);
+    one(&r2, n, 1, RT_FIELD, id_rhd, 65536, 1);
 }
 
 static void hostile(void)
@@ -176,6 +183,10 @@ static void hostile(void)
     rt_case r = {MPI_DOUBLE, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_MESSAGE, MPI_MAX};
     one(&h, 1000, 0, RT_SPECIAL, id_ring, 64, 0);
     one(&r, 1000, 1, RT_SPECIAL, id_ring, 64, 0);
+    one(&a, n, 1, RT_NOISE, id_rhd, 4096, 0);
+    one(&d, n, 1, RT_FIELD, id_rhd, 4096, 0);
+    one(&h, 1000, 1, RT_SPECIAL, id_rhd, 64, 0);
+    one(&r, 1000, 0, RT_SPECIAL, id_rhd, 64, 0);
 }
 
 /* A lossless codec without a bound also runs compressed: the result differs
@@ -220,8 +231,10 @@ static void algorithms(void)
     const char *names[8];
     int ids[8];
     int m = ZMPI_Coll_algorithms(ZMPI_COLL_ALLREDUCE, 8, ids, names, NULL);
-    MT_CHECK(&T, m == 2 && !strcmp(names[0], "ring") && !strcmp(names[1], "cprp2p"), "algorithms: %d", m);
-    MT_CHECK(&T, id_ring > 0 && id_cprp2p > 0 && id_ring != id_cprp2p, "ids %d %d", id_ring, id_cprp2p);
+    MT_CHECK(&T, m == 3 && !strcmp(names[0], "ring") && !strcmp(names[1], "cprp2p") && !strcmp(names[2], "rhd"),
+             "algorithms: %d", m);
+    MT_CHECK(&T, id_ring > 0 && id_cprp2p > 0 && id_rhd > 0 && id_ring != id_cprp2p && id_rhd != id_ring &&
+                     id_rhd != id_cprp2p, "ids %d %d %d", id_ring, id_cprp2p, id_rhd);
     setenv("ZMPI_ALLREDUCE_ALGORITHM", "cprp2p", 1);
     ZMPI_Config cfg;
     int rc = ZMPI_Config_from_env(&cfg, NULL);
@@ -346,6 +359,7 @@ int main(int argc, char **argv)
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     id_ring = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_ALLREDUCE, "ring");
     id_cprp2p = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_ALLREDUCE, "cprp2p");
+    id_rhd = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_ALLREDUCE, "rhd");
     fallbacks();
     lossy_matrix();
     hostile();

@@ -29,6 +29,11 @@ const zmpi_algo zmpi_allreduce_algos[] = {
      "baseline: ring reduce-scatter + ring allgather that decompresses and recompresses at every "
      "hop; error <= 2N-2 compressions",
      (const void *)zmpi_allreduce_cprp2p},
+    {3, "rhd",
+     "recursive halving reduce-scatter (pieces compressed while in flight) + recursive doubling "
+     "allgather of compress-once blocks (Rabenseifner): 2 log2 N messages instead of 2N-2; error "
+     "<= N compressions, identical results on all ranks",
+     (const void *)zmpi_allreduce_rhd},
     {0, NULL, NULL, NULL}};
 
 int ZMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,

@@ -5,6 +5,7 @@
 #include "coll/registry.h"
 
 int zmpi_allreduce_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op);
+int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op);
 int zmpi_allreduce_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op);
 
 #endif
