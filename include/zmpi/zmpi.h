@@ -70,6 +70,14 @@ typedef struct ZMPI_Config {
     size_t min_bytes;
     size_t chunk;          /* elements per pipelined chunk */
     int algorithm[ZMPI_COLL_COUNT]; /* ZMPI_ALGO_DEFAULT, ZMPI_ALGO_MPI or an id from ZMPI_Coll_algorithms */
+    /* The network and codec model behind "compress only when it pays"
+     * (ZMPI_Model_estimate). With net_bw 0 (unknown, the default) every call
+     * that can be compressed is. */
+    double net_bw;         /* bytes/s of one link (ZMPI_NET_BW, e.g. 1Gbit, 10Gbit, 12.5GB) */
+    double net_lat;        /* seconds per message (ZMPI_NET_LAT, e.g. 50us) */
+    double comp_speed;     /* codec bytes/s, one thread; 0: built-in estimate (ZMPI_CODEC_SPEED=C[,D]) */
+    double decomp_speed;
+    double ratio;          /* expected compression ratio; 0: estimated from codec and bound (ZMPI_RATIO) */
 } ZMPI_Config;
 
 /* Statistics of a communicator (counters since its creation). */
@@ -79,6 +87,7 @@ typedef struct ZMPI_Stats {
     unsigned long long fallback_type;   /* fell back: datatype / op / intercommunicator */
     unsigned long long fallback_small;  /* fell back: below ZMPI_MIN_BYTES */
     unsigned long long fallback_config; /* fell back: no bound configured, or ZMPI_ALGO_MPI */
+    unsigned long long fallback_model;  /* fell back: the model says compression would not pay */
     unsigned long long codec_errors;    /* codec failures handled by sending uncompressed */
     unsigned long long bytes_raw;       /* uncompressed bytes of compressed messages sent */
     unsigned long long bytes_sent;      /* compressed bytes sent for them */
@@ -101,6 +110,20 @@ int ZMPI_Coll_algorithms(ZMPI_Coll coll, int max, int *ids, const char **names, 
 /* Algorithm id from a name ("ring", "mpi", "cprp2p", ...), or -2 if unknown. */
 int ZMPI_Coll_algorithm_from_name(ZMPI_Coll coll, const char *name);
 const char *ZMPI_Coll_name(ZMPI_Coll coll);
+
+/* The model behind the decision to compress a collective of comm (its
+ * configuration; `count` elements of `datatype` as the call's own count
+ * argument: the buffer for Bcast, Allreduce, Reduce; the block per rank for
+ * Scatter, Gather, Allgather, Alltoall; the whole vector for
+ * Reduce_scatter(_block); the message for ZMPI_COLL_COUNT = point-to-point).
+ * Estimates the time of a bandwidth-optimal plain algorithm and of zmpi's
+ * compressed one on a network of cfg.net_bw bytes/s and cfg.net_lat s per
+ * message, from the codec's speed and an expected ratio. Returns 1 if
+ * compression pays (t_zmpi < 0.9 t_plain, or net_bw unknown), 0 if not;
+ * t_plain / t_zmpi (either may be NULL) get the estimates in seconds (0
+ * when net_bw is unknown). Local, not collective. */
+int ZMPI_Model_estimate(MPI_Comm comm, ZMPI_Coll coll, long long count, MPI_Datatype datatype, double *t_plain,
+                        double *t_zmpi);
 
 /* ---- point-to-point ---- */
 int ZMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);

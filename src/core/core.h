@@ -19,7 +19,7 @@ typedef struct zmpi_comm_state {
     ZMPI_Config cfg;
     MPI_Comm shadow;       /* private duplicate for the collectives' own traffic, made on first use */
     const char *env_error; /* first malformed environment variable, or NULL */
-    atomic_ullong calls, compressed, fallback_type, fallback_small, fallback_config, codec_errors,
+    atomic_ullong calls, compressed, fallback_type, fallback_small, fallback_config, fallback_model, codec_errors,
         bytes_raw, bytes_sent;
 } zmpi_comm_state;
 
@@ -48,7 +48,12 @@ typedef struct zmpi_call {
 } zmpi_call;
 
 /* Why a call runs as plain MPI. */
-enum { ZMPI_WHY_NONE = 0, ZMPI_WHY_TYPE, ZMPI_WHY_SMALL, ZMPI_WHY_CONFIG };
+enum { ZMPI_WHY_NONE = 0, ZMPI_WHY_TYPE, ZMPI_WHY_SMALL, ZMPI_WHY_CONFIG, ZMPI_WHY_MODEL };
+
+/* The model (ZMPI_Model_estimate): 1 if compressing coll pays for `bytes`
+ * (the call's own count in bytes, as zmpi_call_begin gets it). */
+int zmpi_model(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, size_t bytes, zmpi_dtype dt, double *t_plain,
+               double *t_zmpi);
 
 /* Decides whether collective coll runs compressed. op is MPI_OP_NULL for data
  * movement; bytes is the message size every rank knows (SIZE_MAX when the

@@ -80,6 +80,58 @@ static int env_double(const char *name, double *out, const char **bad)
     return 1;
 }
 
+/* A positive number with an optional unit suffix: k/K, M, G, T (powers of
+ * 1000) and then "bit"/"b"/"bps" (bits: / 8) or "B" (bytes) for rates; "ns",
+ * "us", "ms", "s" for times (kind 't'). Returns 1 or 0 (malformed). */
+static int parse_unit(const char *v, char kind, double *out)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (end == v || errno || !(d > 0) || !isfinite(d))
+        return 0;
+    if (kind == 't') {
+        if (!strcmp(end, "ns"))
+            d *= 1e-9;
+        else if (!strcmp(end, "us"))
+            d *= 1e-6;
+        else if (!strcmp(end, "ms"))
+            d *= 1e-3;
+        else if (*end && strcmp(end, "s"))
+            return 0;
+    } else {
+        const char *u = end;
+        if (*u == 'k' || *u == 'K')
+            d *= 1e3, u++;
+        else if (*u == 'M')
+            d *= 1e6, u++;
+        else if (*u == 'G')
+            d *= 1e9, u++;
+        else if (*u == 'T')
+            d *= 1e12, u++;
+        if (!strcmp(u, "bit") || !strcmp(u, "b") || !strcmp(u, "bps"))
+            d /= 8;
+        else if (*u && strcmp(u, "B"))
+            return 0;
+    }
+    *out = d;
+    return 1;
+}
+
+/* env_double for values with units; returns 1, 0 (unset) or -1 (malformed). */
+static int env_unit(const char *name, char kind, double *out, const char **bad)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return 0;
+    if (!parse_unit(v, kind, out)) {
+        if (bad && !*bad)
+            *bad = name;
+        return -1;
+    }
+    return 1;
+}
+
 static int env_size(const char *name, size_t *out, const char **bad)
 {
     const char *v = getenv(name);
@@ -152,6 +204,35 @@ int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad)
         else
             cfg->threads = (int)sz;
     }
+    double d;
+    if (env_unit("ZMPI_NET_BW", 'r', &d, &b) == 1)
+        cfg->net_bw = d;
+    if (env_unit("ZMPI_NET_LAT", 't', &d, &b) == 1)
+        cfg->net_lat = d;
+    if (env_double("ZMPI_RATIO", &d, &b) == 1)
+        cfg->ratio = d;
+    v = getenv("ZMPI_CODEC_SPEED");
+    if (v && *v) { /* C[,D]: compression [and decompression] bytes/s of one thread */
+        char tmp[64];
+        const char *comma = strchr(v, ',');
+        size_t l = comma ? (size_t)(comma - v) : strlen(v);
+        double cs = 0, ds = 0;
+        int ok = l < sizeof tmp;
+        if (ok) {
+            memcpy(tmp, v, l);
+            tmp[l] = '\0';
+            ok = parse_unit(tmp, 'r', &cs);
+            ds = cs;
+        }
+        if (ok && comma)
+            ok = parse_unit(comma + 1, 'r', &ds);
+        if (ok) {
+            cfg->comp_speed = cs;
+            cfg->decomp_speed = ds;
+        } else {
+            b = b ? b : "ZMPI_CODEC_SPEED";
+        }
+    }
     for (int k = 0; k < ZMPI_COLL_COUNT; k++) {
         char name[64];
         const char *cn = ZMPI_Coll_name((ZMPI_Coll)k);
@@ -185,6 +266,10 @@ static int config_valid(const ZMPI_Config *cfg)
     if (cfg->scope != ZMPI_SCOPE_RESULT && cfg->scope != ZMPI_SCOPE_MESSAGE)
         return 0;
     if (cfg->threads < 0 || cfg->chunk < 64 || cfg->chunk > (1u << 26))
+        return 0;
+    if (!(cfg->net_bw >= 0) || !(cfg->net_lat >= 0) || !(cfg->comp_speed >= 0) || !(cfg->decomp_speed >= 0) ||
+        !(cfg->ratio >= 0) || !isfinite(cfg->net_bw) || !isfinite(cfg->net_lat) || !isfinite(cfg->comp_speed) ||
+        !isfinite(cfg->decomp_speed) || !isfinite(cfg->ratio))
         return 0;
     for (int k = 0; k < ZMPI_COLL_COUNT; k++)
         if (cfg->algorithm[k] != ZMPI_ALGO_DEFAULT && cfg->algorithm[k] != ZMPI_ALGO_MPI &&
@@ -252,6 +337,7 @@ int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *out)
     out->fallback_type = atomic_load(&s->fallback_type);
     out->fallback_small = atomic_load(&s->fallback_small);
     out->fallback_config = atomic_load(&s->fallback_config);
+    out->fallback_model = atomic_load(&s->fallback_model);
     out->codec_errors = atomic_load(&s->codec_errors);
     out->bytes_raw = atomic_load(&s->bytes_raw);
     out->bytes_sent = atomic_load(&s->bytes_sent);

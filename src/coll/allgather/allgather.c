@@ -32,6 +32,10 @@
 #include "coll/common/movement.h"
 
 const zmpi_algo zmpi_allgather_algos[] = {
+    {ZMPI_ALLGATHER_RDB, "rdb",
+     "recursive doubling of the compress-once blocks: log2 N steps of doubling size instead of N-1 "
+     "(power-of-two N; others run the ring); fewer, larger messages",
+     (const void *)zmpi_allgatherv_rdb},
     {ZMPI_ALLGATHER_RING, "ring",
      "ring; every rank compresses its block once, compressed blocks are forwarded N-1 steps and "
      "decompressed once at the end (sizes by one allgather of integers)",
@@ -40,10 +44,6 @@ const zmpi_algo zmpi_allgather_algos[] = {
      "baseline: ring where every step decompresses and recompresses the forwarded block (error grows "
      "per step)",
      (const void *)zmpi_allgatherv_cprp2p},
-    {ZMPI_ALLGATHER_RDB, "rdb",
-     "recursive doubling of the compress-once blocks: log2 N steps of doubling size instead of N-1 "
-     "(power-of-two N; others run the ring); fewer, larger messages",
-     (const void *)zmpi_allgatherv_rdb},
     {0, NULL, NULL, NULL}};
 
 static size_t elem_size(MPI_Datatype type)

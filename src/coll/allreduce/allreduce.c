@@ -3,8 +3,8 @@
  * algorithm (table below, ZMPI_ALLREDUCE_ALGORITHM).
  *
  * Guarantees (N ranks; details and diagrams in the algorithm files):
- *   ring (default)  result scope:  every element within eb of the
- *                   uncompressed reduction (REL: eb = rel * (max - min) of
+ *   rhd (default)   result scope:  every element within eb of the
+ *   and ring        uncompressed reduction (REL: eb = rel * (max - min) of
  *                   all ranks' inputs), N compressions of eb/N each; all
  *                   ranks get bit-identical results.
  *                   message scope: each message within eb; result within N*eb.
@@ -21,6 +21,11 @@
 #include "coll/allreduce/allreduce.h"
 
 const zmpi_algo zmpi_allreduce_algos[] = {
+    {3, "rhd",
+     "recursive halving reduce-scatter (pieces compressed while in flight) + recursive doubling "
+     "allgather of compress-once blocks (Rabenseifner): 2 log2 N messages instead of 2N-2; error "
+     "<= N compressions, identical results on all ranks",
+     (const void *)zmpi_allreduce_rhd},
     {1, "ring",
      "ring reduce-scatter (pieces compressed while in flight) + ring allgather of blocks compressed "
      "once by their owner; error <= N compressions, identical results on all ranks",
@@ -29,11 +34,6 @@ const zmpi_algo zmpi_allreduce_algos[] = {
      "baseline: ring reduce-scatter + ring allgather that decompresses and recompresses at every "
      "hop; error <= 2N-2 compressions",
      (const void *)zmpi_allreduce_cprp2p},
-    {3, "rhd",
-     "recursive halving reduce-scatter (pieces compressed while in flight) + recursive doubling "
-     "allgather of compress-once blocks (Rabenseifner): 2 log2 N messages instead of 2N-2; error "
-     "<= N compressions, identical results on all ranks",
-     (const void *)zmpi_allreduce_rhd},
     {0, NULL, NULL, NULL}};
 
 int ZMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,

@@ -26,14 +26,15 @@ const zmpi_algo zmpi_bcast_algos[] = {
      (const void *)zmpi_bcast_binomial},
     {ZMPI_BCAST_PIPELINED, "pipelined",
      "binomial tree, chunk by chunk (ZMPI_CHUNK elements per stream): compression, transfer and "
-     "decompression overlap; chosen by default from 4 chunks on",
+     "decompression overlap; the default from 4 chunks on below 4 ranks",
      (const void *)zmpi_bcast_pipelined},
     {ZMPI_BCAST_CPRP2P, "cprp2p",
      "baseline: binomial tree where every inner rank decompresses and recompresses (error grows per hop)",
      (const void *)zmpi_bcast_cprp2p},
     {ZMPI_BCAST_SCATTER_ALLGATHER, "scatter_allgather",
      "the root compresses N pieces once; the streams are scattered, then allgathered (about 2 x the "
-     "compressed size per rank instead of log2 N x)",
+     "compressed size per rank instead of log2 N x); the default from 4 ranks and 4096 elements per "
+     "rank on",
      (const void *)zmpi_bcast_scatter_allgather},
     {0, NULL, NULL, NULL}};
 
@@ -49,8 +50,12 @@ static int ceil_log2(int n)
 static int run(zmpi_call *c, void *buffer, size_t n, int root)
 {
     int rc, algo = c->algo;
-    if (c->st->cfg.algorithm[ZMPI_COLL_BCAST] == ZMPI_ALGO_DEFAULT && n / 4 >= c->st->cfg.chunk)
-        algo = ZMPI_BCAST_PIPELINED; /* large message: overlap the stages */
+    if (c->st->cfg.algorithm[ZMPI_COLL_BCAST] == ZMPI_ALGO_DEFAULT) {
+        if (c->size >= 4 && n >= (size_t)c->size * 4096)
+            algo = ZMPI_BCAST_SCATTER_ALLGATHER; /* large message, many ranks: ~2 x |Z| per rank */
+        else if (n / 4 >= c->st->cfg.chunk)
+            algo = ZMPI_BCAST_PIPELINED; /* large message, few ranks: overlap the stages */
+    }
     if (algo == ZMPI_BCAST_CPRP2P)
         rc = zmpi_call_bound(c, ceil_log2(c->size), buffer, c->rank == root ? n : 0);
     else

@@ -97,6 +97,12 @@ int ZMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
     } else if (on != 1) {
         rc = on; /* MPI_ERR_NO_MEM */
     } else {
+        /* default: large parts go straight from the root (one message each, no
+         * forwarding: the root's link carries the same bytes either way),
+         * small ones down the tree (log2 N latencies); count is the same on
+         * all ranks here */
+        if (c.st->cfg.algorithm[ZMPI_COLL_SCATTER] == ZMPI_ALGO_DEFAULT && (size_t)count * c.es >= 65536)
+            c.algo = ZMPI_SCATTER_LINEAR;
         if (am_root)
             rc = zmpi_dm_equal_layout(size, count, &counts, &displs);
         if (rc == MPI_SUCCESS)
