@@ -80,7 +80,7 @@ static void count_why(zmpi_comm_state *st, int why)
  *   Gather          fS/B + lg L        S/(N Cc) + fS/(rB) + S/Cd + lg L
  *   Allgather       fS/B + lg L        S/(N Cc) + fS/(rB) + S/Cd + lg L
  *   Alltoall        fS/B + (N-1)L      S/Cc + fS/(rB) + S/Cd + (N-1)L
- *   Reduce_scatter  fS/B + lg L        S/Cc + fS/(rB) + S/Cd + lg L
+ *   Reduce_scatter  fS/B + lg L        S/Cc + fS/(rB) + S/Cd + (N-1)L    (a ring)
  *   Allreduce       2fS/B + 2lg L      S/Cc + 2S/Cd + S/(N Cc) + 2fS/(rB) + 2lg L
  *   Reduce          2fS/B + 2lg L      as Allreduce
  *   point-to-point  S/B + L            S/Cc + S/(rB) + S/Cd + L
@@ -91,8 +91,8 @@ static void count_why(zmpi_comm_state *st, int why)
  *
  * The expected ratio r: cfg.ratio if set, else for the bounded codecs
  * (fzl, linpred) under a REL bound from the bound per compression (divided
- * by N for the reductions in result scope): about 2.5 + 2.4 log10(1e-2 / rel)
- * bits per value (a fit below the measured fzl ratios on the real fields:
+ * by N for the reductions in result scope, whose partial sums also take
+ * log2 N bits more): about 2.5 + 2.4 log10(1e-2 / rel) bits per value (a fit below the measured fzl ratios on the real fields:
  * 15.8, 8.3 and 4.8 at REL 1e-2, 1e-3, 1e-4), 3 under an ABS bound (no
  * range known), 1.6 for the lossless codecs, 2 for trunc and dp2sp. The
  * speeds: cfg.comp_speed / decomp_speed if set, else 2.5 / 3 GB/s (below
@@ -106,11 +106,13 @@ static double model_ratio(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, zm
         return cfg->codec == ZMPI_CODEC_TRUNC || cfg->codec == ZMPI_CODEC_DP2SP ? 2.0 : 1.6;
     if (cfg->eb_mode != ZMPI_EB_REL)
         return 3.0;
-    double rel = cfg->eb;
+    double rel = cfg->eb, bits = 0;
     int red = coll == ZMPI_COLL_REDUCE_SCATTER || coll == ZMPI_COLL_ALLREDUCE || coll == ZMPI_COLL_REDUCE;
-    if (red && cfg->scope == ZMPI_SCOPE_RESULT)
-        rel /= nranks;
-    double bits = 2.5 + 2.4 * log10(1e-2 / rel);
+    if (red && cfg->scope == ZMPI_SCOPE_RESULT) {
+        rel /= nranks;             /* the bound of each compression */
+        bits = log2((double)nranks); /* partial sums span up to N times the range */
+    }
+    bits += 2.5 + 2.4 * log10(1e-2 / rel);
     if (bits < 1.5)
         bits = 1.5;
     double r = 8.0 * (double)zmpi_dtype_size(dt) / bits;
@@ -153,7 +155,7 @@ int zmpi_model(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, size_t bytes,
             break;
         case ZMPI_COLL_REDUCE_SCATTER:
             tp = f * S / B + lg * L;
-            tz = S / Cc + f * S / (r * B) + S / Cd + lg * L;
+            tz = S / Cc + f * S / (r * B) + S / Cd + (N - 1) * L;
             break;
         case ZMPI_COLL_ALLREDUCE:
         case ZMPI_COLL_REDUCE:
