@@ -276,6 +276,12 @@ int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t b
     atomic_fetch_add(&st->calls, 1);
     zmpi_dtype dt;
     int why = why_not(st, comm, type, MPI_OP_NULL, &dt);
+    /* The model, independent of the size: sender and receiver must decide
+     * alike, and a receiver knows only its capacity. Where compression does
+     * not pay even for a large message (the link is faster than the codec),
+     * no point-to-point message is compressed. */
+    if (!why && !zmpi_model(&st->cfg, ZMPI_COLL_COUNT, 2, (size_t)1 << 30, dt, NULL, NULL))
+        why = ZMPI_WHY_MODEL;
     if (why) {
         count_why(st, why);
         return 0;

@@ -107,6 +107,25 @@ static void fallback(void)
     MT_CHECK(&T, rc == MPI_SUCCESS && !memcmp(a, b, n * sizeof *a), "bcast fallback rc %d / differs", rc);
     if (T.size > 1)
         MT_CHECK(&T, s1.fallback_model == s0.fallback_model + 1, "bcast: not counted as a model fallback");
+    /* point-to-point: the decision does not depend on the size (a receiver
+     * knows only its capacity): plain on both ends, exact data */
+    if (T.size > 1 && T.rank < 2) {
+        ZMPI_Comm_get_stats(comm, &s0);
+        if (T.rank == 0) {
+            rc = ZMPI_Send(in, (int)n / 2, MPI_FLOAT, 1, 7, comm);
+        } else {
+            MPI_Status st;
+            int got = -1;
+            memset(b, 0, n * sizeof *b);
+            rc = ZMPI_Recv(b, (int)n, MPI_FLOAT, 0, 7, comm, &st);
+            MPI_Get_count(&st, MPI_FLOAT, &got);
+            mt_fill_field(a, n, MPI_FLOAT, 0); /* rank 0's data */
+            MT_CHECK(&T, got == (int)n / 2 && !memcmp(b, a, n / 2 * sizeof *b), "p2p: count %d or data differ", got);
+        }
+        ZMPI_Comm_get_stats(comm, &s1);
+        MT_CHECK(&T, rc == MPI_SUCCESS && s1.fallback_model == s0.fallback_model + 1,
+                 "p2p on 100 Gb/s: rc %d, model fallbacks %llu -> %llu", rc, s0.fallback_model, s1.fallback_model);
+    }
     /* an explicit algorithm is the user's choice: compressed despite the model */
     cfg.algorithm[ZMPI_COLL_BCAST] = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_BCAST, "binomial");
     ZMPI_Comm_set_config(comm, &cfg);
