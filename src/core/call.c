@@ -112,7 +112,7 @@ static double model_ratio(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, zm
         rel /= nranks;             /* the bound of each compression */
         bits = log2((double)nranks); /* partial sums span up to N times the range */
     }
-    bits += 2.5 + 2.4 * log10(1e-2 / rel);
+    bits += 2.0 + 2.3 * log10(1e-2 / rel);
     if (bits < 1.5)
         bits = 1.5;
     double r = 8.0 * (double)zmpi_dtype_size(dt) / bits;
@@ -127,8 +127,8 @@ int zmpi_model(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, size_t bytes,
     if (cfg->net_bw > 0 && nranks >= 1 && bytes != SIZE_MAX) {
         double N = nranks, B = cfg->net_bw, L = cfg->net_lat, f = (N - 1) / N, lg = 0;
         double th = cfg->threads > 1 ? 0.85 * cfg->threads : 1;
-        double Cc = (cfg->comp_speed > 0 ? cfg->comp_speed : 2.5e9) * th;
-        double Cd = (cfg->decomp_speed > 0 ? cfg->decomp_speed : 3.0e9) * th;
+        double Cc = (cfg->comp_speed > 0 ? cfg->comp_speed : 3.0e9) * th;
+        double Cd = (cfg->decomp_speed > 0 ? cfg->decomp_speed : 3.5e9) * th;
         double r = model_ratio(cfg, coll, nranks, dt), S = (double)bytes;
         while ((1L << (int)lg) < nranks)
             lg++;
