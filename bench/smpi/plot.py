@@ -109,7 +109,7 @@ def response_plots(path, outdir):
             ax.set_xlabel("message bytes" + (" (per rank)" if coll == "alltoall" else ""))
             ax.set_ylabel("time per call, s (simulated)")
             n = rs[0]["ranks"] if rs else "?"
-            ax.set_title(f"{coll}, {plat}" + (f", {n} ranks" if coll != "p2p" else ", ping-pong round trip"))
+            ax.set_title(f"{coll}, {plat}" + (f", {n} ranks" if coll != "p2p" else ", ping-pong, one way"))
             ax.grid(True, which="both", alpha=0.3)
             ax.legend()
         fig.tight_layout()

@@ -52,6 +52,7 @@
 #include <string.h>
 
 #include "coll/allreduce/allreduce.h"
+#include "coll/common/halving.h"
 #include "coll/common/movement.h"
 #include "coll/common/rdb.h"
 #include "coll/common/ring.h"
@@ -75,59 +76,14 @@ static int rhd_decompress(void *arg, int first, int n)
     return MPI_SUCCESS;
 }
 
-/* Sends the block [first, first + count) of src compressed in pieces to
- * `to` while receiving the partner's pieces of [kfirst, kfirst + kcount)
- * from `to` and reducing them into acc. */
-static int rhd_step(zmpi_call *c, unsigned char *acc, size_t first, size_t count, size_t kfirst,
-                    size_t kcount, int peer, MPI_Op op, zmpi_pieces *pout, zmpi_pieces *pin,
-                    unsigned char *tmp, int *corrupt)
-{
-    int rc;
-    size_t es = c->es;
-    zmpi_xchg x = {0};
-
-    rc = zmpi_pieces_layout(c, pout, count);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_pieces_layout(c, pin, kcount);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_xchg_start(c, &x, ZMPI_TAG_ALLREDUCE, peer, pin, peer, pout);
-    if (rc)
-        goto fn_exit;
-    for (size_t j = 0; j < pout->n; j++) {
-        rc = zmpi_pieces_compress(c, pout, j, acc + first * es);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_xchg_send(&x, j);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_xchg_poll(&x);
-        if (rc)
-            goto fn_exit;
-    }
-    for (size_t j = 0; j < pin->n; j++) {
-        size_t f = zmpi_pieces_first(pin, j);
-        rc = zmpi_xchg_wait_piece(&x, j);
-        if (rc)
-            goto fn_exit;
-        if (zmpi_pieces_decompress(c, pin, j, tmp))
-            *corrupt = MPI_ERR_OTHER; /* reported at the end; no rank is left waiting */
-        rc = zmpi_reduce_local(c, tmp + f * es, acc + (kfirst + f) * es, zmpi_pieces_count(pin, j), op);
-        if (rc)
-            goto fn_exit;
-    }
-    rc = zmpi_xchg_wait(&x);
-fn_exit:
-    zmpi_xchg_free(&x);
-    return rc;
-}
-
 int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op)
 {
     int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size, r = c->rank;
     int p = 1, rem, v, *ranks = NULL;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    unsigned char *acc = recvbuf, *tmp = NULL, *z = NULL, *mine = NULL;
+    unsigned char *acc = recvbuf, *z = NULL, *mine = NULL;
     size_t *counts = NULL, *displs = NULL, *off = NULL, es = c->es;
     uint64_t *lens = NULL, mylen = 0;
-    zmpi_pieces pin = {0}, pout = {0};
 
     if (count == 0)
         goto fn_exit;
@@ -148,54 +104,35 @@ int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
         v = r - rem;
     rc = zmpi_alloc((size_t)p * sizeof *counts, &counts);
     if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)p * sizeof *displs, &displs);
+        rc = zmpi_alloc(((size_t)p + 1) * sizeof *displs, &displs);
     if (rc == MPI_SUCCESS)
         rc = zmpi_alloc((size_t)p * sizeof *ranks, &ranks);
     if (rc == MPI_SUCCESS)
         rc = zmpi_alloc(((size_t)p + 1) * sizeof *off, &off);
     if (rc == MPI_SUCCESS)
         rc = zmpi_alloc((size_t)n * sizeof *lens, &lens);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((count / 2 + (size_t)p) * es, &tmp); /* the largest kept half */
     if (rc)
         goto fn_fail;
     zmpi_blocks_even(count, p, counts, displs);
+    displs[p] = count;
     for (int i = 0; i < p; i++)
         ranks[i] = i < rem ? 2 * i + 1 : i + rem;
 
     /* pairing: even ranks below 2*rem hand their input to their odd partner */
     if (rem > 0 && r < 2 * rem) {
-        unsigned char *t2 = NULL;
-        if (v < 0) { /* send the whole vector; receive nothing */
-            rc = rhd_step(c, acc, 0, count, 0, 0, r + 1, op, &pout, &pin, tmp, &corrupt);
-        } else {
-            rc = zmpi_alloc(count * es, &t2);
-            if (rc == MPI_SUCCESS)
-                rc = rhd_step(c, acc, 0, 0, 0, count, r - 1, op, &pout, &pin, t2, &corrupt);
-            free(t2);
-        }
+        if (v < 0) /* send the whole vector; receive nothing */
+            rc = zmpi_reduce_exchange(c, acc, 0, count, 0, 0, r + 1, op, ZMPI_TAG_ALLREDUCE, &corrupt);
+        else
+            rc = zmpi_reduce_exchange(c, acc, 0, 0, 0, count, r - 1, op, ZMPI_TAG_ALLREDUCE, &corrupt);
         if (rc)
             goto fn_fail;
     }
 
     if (v >= 0) {
         /* phase 1: recursive halving */
-        int lo = 0, hi = p;
-        for (int dist = p / 2; dist >= 1; dist /= 2) {
-            int mid = lo + dist, w = v ^ dist, klo, khi, slo, shi;
-            if (v & dist) {
-                klo = mid, khi = hi, slo = lo, shi = mid;
-            } else {
-                klo = lo, khi = mid, slo = mid, shi = hi;
-            }
-            size_t sf = displs[slo], sc = (shi < p ? displs[shi] : count) - sf;
-            size_t kf = displs[klo], kc = (khi < p ? displs[khi] : count) - kf;
-            rc = rhd_step(c, acc, sf, sc, kf, kc, ranks[w], op, &pout, &pin, tmp, &corrupt);
-            if (rc)
-                goto fn_fail;
-            lo = klo;
-            hi = khi;
-        }
+        rc = zmpi_halving_reduce_scatter(c, acc, displs, p, v, ranks, op, ZMPI_TAG_ALLREDUCE, &corrupt);
+        if (rc)
+            goto fn_fail;
         /* phase 2: compress the own block once */
         size_t cap = zmpi_dm_cap(c, counts[v]), len = 0;
         rc = zmpi_alloc(cap ? cap : 1, &mine);
@@ -245,14 +182,11 @@ int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
         goto fn_fail;
     rc = corrupt;
 fn_exit:
-    zmpi_pieces_free(&pin);
-    zmpi_pieces_free(&pout);
     free(counts);
     free(displs);
     free(ranks);
     free(off);
     free(lens);
-    free(tmp);
     free(z);
     free(mine);
     return rc;

@@ -1,6 +1,8 @@
 /*
- * Reduce = ring Reduce_scatter (reduce_scatter_ring.c) + compressed Gather
- * of the reduced blocks to the root (SPEC 2.4, "rsg").
+ * Reduce = Reduce_scatter + compressed Gather of the reduced blocks to the
+ * root (SPEC 2.4, "rsg"). The reduce-scatter is recursive halving
+ * (coll/common/halving.h, log2 N messages) for a power-of-two N, else the
+ * ring (reduce_scatter_ring.c); either is a tree of N - 1 merges.
  *
  * The vector is cut into N even blocks (the first count % N one element
  * longer). Phase 1 leaves the reduced block b at rank b; phase 2, N = 4,
@@ -33,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/common/halving.h"
+#include "coll/common/rdb.h"
 #include "coll/common/ring.h"
 #include "coll/reduce/reduce.h"
 #include "coll/reduce_scatter/reduce_scatter.h"
@@ -157,7 +161,32 @@ int zmpi_reduce_rsg(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t cou
             goto fn_fail;
         own = tmp;
     }
-    rc = zmpi_ring_reduce_scatter(c, in, own, counts, displs, op, ZMPI_TAG_REDUCE, &corrupt);
+    if (zmpi_is_pow2(n)) { /* recursive halving: log2 N messages instead of N - 1 */
+        size_t *dp = NULL;
+        int *ranks = NULL;
+        unsigned char *acc = NULL;
+        rc = zmpi_alloc(((size_t)n + 1) * sizeof *dp, &dp);
+        if (rc == MPI_SUCCESS)
+            rc = zmpi_alloc((size_t)n * sizeof *ranks, &ranks);
+        if (rc == MPI_SUCCESS)
+            rc = zmpi_alloc(count * es, &acc);
+        if (rc == MPI_SUCCESS) {
+            for (int i = 0; i < n; i++) {
+                dp[i] = displs[i];
+                ranks[i] = i;
+            }
+            dp[n] = count;
+            memcpy(acc, in, count * es);
+            rc = zmpi_halving_reduce_scatter(c, acc, dp, n, r, ranks, op, ZMPI_TAG_REDUCE, &corrupt);
+            if (rc == MPI_SUCCESS)
+                memcpy(own, acc + displs[r] * es, counts[r] * es);
+        }
+        free(dp);
+        free(ranks);
+        free(acc);
+    } else {
+        rc = zmpi_ring_reduce_scatter(c, in, own, counts, displs, op, ZMPI_TAG_REDUCE, &corrupt);
+    }
     if (rc)
         goto fn_fail;
     if (r == root)

@@ -2,8 +2,8 @@
  * ZMPI_Reduce_scatter and ZMPI_Reduce_scatter_block: dispatch to the plain
  * MPI call or to a compressed algorithm (table below, ZMPI_REDUCE_SCATTER_ALGORITHM).
  *
- * Guarantee (ring, the only algorithm: a reduction cannot forward
- * compressed bytes, so every step is a compression "hop"):
+ * Guarantee (rhd, the default, and ring: a reduction cannot forward
+ * compressed bytes, so every merge is a compression "hop"):
  *   result scope:  every element of the result is within eb of the
  *                  uncompressed reduction (REL: eb = rel * (max - min) of
  *                  all ranks' input vectors); each of the N-1 compressions
@@ -24,6 +24,11 @@
 #include "coll/reduce_scatter/reduce_scatter.h"
 
 const zmpi_algo zmpi_reduce_scatter_algos[] = {
+    {2, "rhd",
+     "recursive halving (power-of-two N; others run the ring): log2 N steps, the outgoing half "
+     "compressed in pieces while in flight, the incoming half reduced as it arrives (error <= (N-1) "
+     "compressions)",
+     (const void *)zmpi_reduce_scatter_rhd},
     {1, "ring",
      "ring of N-1 steps; each partial block is compressed in pieces while the previous pieces are "
      "in flight, then decompressed and reduced (error <= (N-1) compressions)",

@@ -9,6 +9,7 @@
 
 int zmpi_reduce_scatter_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
                              MPI_Op op);
+int zmpi_reduce_scatter_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Op op);
 
 /* The ring kernel (reduce_scatter_ring.c): reduces block b (counts[b]
  * elements at element displacement displs[b] of every rank's input vector

@@ -1,0 +1,101 @@
+/* Recursive-halving reduce-scatter with compression: see halving.h. */
+#include <stdlib.h>
+
+#include "coll/common/halving.h"
+#include "coll/common/ring.h"
+
+static int exchange(zmpi_call *c, unsigned char *acc, size_t first, size_t count, size_t kfirst, size_t kcount,
+                    int peer, MPI_Op op, int tag, zmpi_pieces *pout, zmpi_pieces *pin, unsigned char *tmp,
+                    int *corrupt)
+{
+    int rc;
+    size_t es = c->es;
+    zmpi_xchg x = {0};
+
+    rc = zmpi_pieces_layout(c, pout, count);
+    if (rc == MPI_SUCCESS)
+        rc = zmpi_pieces_layout(c, pin, kcount);
+    if (rc == MPI_SUCCESS)
+        rc = zmpi_xchg_start(c, &x, tag, peer, pin, peer, pout);
+    if (rc)
+        goto fn_exit;
+    for (size_t j = 0; j < pout->n; j++) {
+        rc = zmpi_pieces_compress(c, pout, j, acc + first * es);
+        if (rc == MPI_SUCCESS)
+            rc = zmpi_xchg_send(&x, j);
+        if (rc == MPI_SUCCESS)
+            rc = zmpi_xchg_poll(&x);
+        if (rc)
+            goto fn_exit;
+    }
+    for (size_t j = 0; j < pin->n; j++) {
+        size_t f = zmpi_pieces_first(pin, j);
+        rc = zmpi_xchg_wait_piece(&x, j);
+        if (rc)
+            goto fn_exit;
+        if (zmpi_pieces_decompress(c, pin, j, tmp))
+            *corrupt = MPI_ERR_OTHER; /* reported at the end; no rank is left waiting */
+        rc = zmpi_reduce_local(c, tmp + f * es, acc + (kfirst + f) * es, zmpi_pieces_count(pin, j), op);
+        if (rc)
+            goto fn_exit;
+    }
+    rc = zmpi_xchg_wait(&x);
+fn_exit:
+    zmpi_xchg_free(&x);
+    return rc;
+}
+
+int zmpi_reduce_exchange(zmpi_call *c, unsigned char *acc, size_t first, size_t count, size_t kfirst,
+                         size_t kcount, int peer, MPI_Op op, int tag, int *corrupt)
+{
+    zmpi_pieces pin = {0}, pout = {0};
+    unsigned char *tmp = NULL;
+    int rc = zmpi_alloc(kcount * c->es, &tmp);
+    if (rc == MPI_SUCCESS)
+        rc = exchange(c, acc, first, count, kfirst, kcount, peer, op, tag, &pout, &pin, tmp, corrupt);
+    zmpi_pieces_free(&pin);
+    zmpi_pieces_free(&pout);
+    free(tmp);
+    return rc;
+}
+
+int zmpi_halving_reduce_scatter(zmpi_call *c, unsigned char *acc, const size_t *displs, int p, int v,
+                                const int *ranks, MPI_Op op, int tag, int *corrupt)
+{
+    int rc = MPI_SUCCESS, lo = 0, hi = p;
+    size_t maxkeep = 0;
+    zmpi_pieces pin = {0}, pout = {0};
+    unsigned char *tmp = NULL;
+
+    for (int d = p / 2; d >= 1; d /= 2) { /* the largest half kept, for the scratch */
+        int klo = (v & d) ? lo + d : lo, khi = (v & d) ? hi : lo + d;
+        size_t k = displs[khi] - displs[klo];
+        maxkeep = k > maxkeep ? k : maxkeep;
+        lo = klo;
+        hi = khi;
+    }
+    rc = zmpi_alloc(maxkeep * c->es, &tmp);
+    if (rc)
+        goto fn_exit;
+    lo = 0;
+    hi = p;
+    for (int d = p / 2; d >= 1; d /= 2) {
+        int mid = lo + d, klo, khi, slo, shi;
+        if (v & d) {
+            klo = mid, khi = hi, slo = lo, shi = mid;
+        } else {
+            klo = lo, khi = mid, slo = mid, shi = hi;
+        }
+        rc = exchange(c, acc, displs[slo], displs[shi] - displs[slo], displs[klo], displs[khi] - displs[klo],
+                      ranks[v ^ d], op, tag, &pout, &pin, tmp, corrupt);
+        if (rc)
+            goto fn_exit;
+        lo = klo;
+        hi = khi;
+    }
+fn_exit:
+    zmpi_pieces_free(&pin);
+    zmpi_pieces_free(&pout);
+    free(tmp);
+    return rc;
+}
