@@ -23,8 +23,8 @@ static mt_state T;
 static MPI_Comm comm;
 static int rank, nranks;
 
-/* The algorithm the lossy checks run: the default (rhd for powers of two,
- * else the ring), then explicitly the ring. */
+/* The algorithm the lossy checks run: the default (the ring), then
+ * explicitly rhd (recursive halving for powers of two). */
 static int algo_under_test = ZMPI_ALGO_DEFAULT;
 
 static void *xmalloc(size_t n)
@@ -308,7 +308,7 @@ static void algorithms(void)
 {
     const char *names[4];
     int m = ZMPI_Coll_algorithms(ZMPI_COLL_REDUCE_SCATTER, 4, NULL, names, NULL);
-    MT_CHECK(&T, m == 2 && !strcmp(names[0], "rhd") && !strcmp(names[1], "ring"), "algorithms: %d", m);
+    MT_CHECK(&T, m == 2 && !strcmp(names[0], "ring") && !strcmp(names[1], "rhd"), "algorithms: %d", m);
     setenv("ZMPI_REDUCE_SCATTER_ALGORITHM", "mpi", 1);
     ZMPI_Config cfg;
     int rc = ZMPI_Config_from_env(&cfg, NULL);
@@ -333,8 +333,8 @@ int main(int argc, char **argv)
     lossy_matrix();
     hostile();
     large();
-    if ((nranks & (nranks - 1)) == 0 && nranks > 1) { /* the ring too where the default is rhd */
-        algo_under_test = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_REDUCE_SCATTER, "ring");
+    if ((nranks & (nranks - 1)) == 0 && nranks > 1) { /* rhd where it is not the ring */
+        algo_under_test = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_REDUCE_SCATTER, "rhd");
         lossy_matrix();
         hostile();
     }
