@@ -119,7 +119,7 @@ const char *ZMPI_Coll_name(ZMPI_Coll coll);
  * Estimates the time of a bandwidth-optimal plain algorithm and of zmpi's
  * compressed one on a network of cfg.net_bw bytes/s and cfg.net_lat s per
  * message, from the codec's speed and an expected ratio. Returns 1 if
- * compression pays (t_zmpi < 0.9 t_plain, or net_bw unknown), 0 if not;
+ * compression pays (t_zmpi < t_plain, or net_bw unknown), 0 if not;
  * t_plain / t_zmpi (either may be NULL) get the estimates in seconds (0
  * when net_bw is unknown). Local, not collective. */
 int ZMPI_Model_estimate(MPI_Comm comm, ZMPI_Coll coll, long long count, MPI_Datatype datatype, double *t_plain,

@@ -84,7 +84,7 @@ static void count_why(zmpi_comm_state *st, int why)
  *   Allreduce       2fS/B + 2lg L      S/Cc + 2S/Cd + S/(N Cc) + 2fS/(rB) + 2lg L
  *   Reduce          2fS/B + 2lg L      as Allreduce
  *   point-to-point  S/B + L            S/Cc + S/(rB) + S/Cd + L
- * Compression pays when zmpi < 0.9 plain. The plain side is the best a
+ * Compression pays when zmpi < plain. The plain side is the best a
  * plain MPI can do, so the decision errs towards not compressing; MPI
  * libraries often choose slower schedules (on 1 GbE the simulated MPICH
  * Allreduce of 16 MiB at 64 ranks takes 3 times 2fS/B).
@@ -167,7 +167,7 @@ int zmpi_model(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, size_t bytes,
             tz = S / Cc + S / (r * B) + S / Cd + L;
             break;
         }
-        pays = tz < 0.9 * tp;
+        pays = tz < tp;
     }
     if (t_plain)
         *t_plain = tp;
