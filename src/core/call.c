@@ -36,10 +36,9 @@ static int op_ok(MPI_Op op)
 }
 
 /* Common checks; returns ZMPI_WHY_* (0 = compress). */
-static int why_not(zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype type, MPI_Op op, zmpi_dtype *dt)
+static int why_not(const zmpi_comm_state *st, MPI_Datatype type, MPI_Op op, zmpi_dtype *dt)
 {
-    int inter = 0;
-    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+    if (st->inter)
         return ZMPI_WHY_TYPE;
     if (!zmpi_classify(type, dt) || !op_ok(op))
         return ZMPI_WHY_TYPE;
@@ -235,9 +234,8 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
         return 0; /* no state: plain MPI is always correct */
     atomic_fetch_add(&st->calls, 1);
     zmpi_dtype dt;
-    int why = why_not(st, comm, type, op, &dt);
-    int size = 1;
-    PMPI_Comm_size(comm, &size);
+    int why = why_not(st, type, op, &dt);
+    int size = st->size;
     if (!why && st->cfg.algorithm[coll] == ZMPI_ALGO_MPI)
         why = ZMPI_WHY_CONFIG;
     if (!why && (size < 2 || (bytes != SIZE_MAX && bytes < st->cfg.min_bytes)))
@@ -275,7 +273,7 @@ int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t b
         return 0;
     atomic_fetch_add(&st->calls, 1);
     zmpi_dtype dt;
-    int why = why_not(st, comm, type, MPI_OP_NULL, &dt);
+    int why = why_not(st, type, MPI_OP_NULL, &dt);
     /* The model, independent of the size: sender and receiver must decide
      * alike, and a receiver knows only its capacity. Where compression does
      * not pay even for a large message (the link is faster than the codec),

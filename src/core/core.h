@@ -19,6 +19,7 @@ typedef struct zmpi_comm_state {
     ZMPI_Config cfg;
     MPI_Comm shadow;       /* private duplicate for the collectives' own traffic, made on first use */
     const char *env_error; /* first malformed environment variable, or NULL */
+    int size, inter;       /* of the communicator (fixed for its life; duplicates share them) */
     atomic_ullong calls, compressed, fallback_type, fallback_small, fallback_config, fallback_model, codec_errors,
         bytes_raw, bytes_sent;
 } zmpi_comm_state;

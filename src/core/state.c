@@ -41,6 +41,8 @@ static int copy_fn(MPI_Comm old, int key, void *extra, void *in, void *out, int 
         *flag = 0;
         return MPI_ERR_NO_MEM;
     }
+    n->size = s->size; /* a duplicate has the same group and kind */
+    n->inter = s->inter;
     *(void **)out = n;
     *flag = 1;
     return MPI_SUCCESS;
@@ -295,6 +297,10 @@ zmpi_comm_state *zmpi_state(MPI_Comm comm)
     zmpi_comm_state *s = state_new(&cfg, bad);
     if (!s)
         return NULL;
+    if (PMPI_Comm_size(comm, &s->size) != MPI_SUCCESS || PMPI_Comm_test_inter(comm, &s->inter) != MPI_SUCCESS) {
+        free(s);
+        return NULL;
+    }
     if (PMPI_Comm_set_attr(comm, state_key, s) != MPI_SUCCESS) {
         free(s);
         return NULL;

@@ -18,7 +18,8 @@
  * piece is sent as soon as it is compressed (coll/common/ring.h), so the
  * transfer runs while compression runs; incoming pieces are decompressed and
  * reduced into the kept half as they arrive. The data sent halve at every
- * step: N-1/N of the vector in all, as in the ring, in log2 p messages.
+ * step: (p-1)/p of the vector in all, as in the ring, in log2 p exchange
+ * steps instead of p - 1.
  *
  * Phase 2, recursive doubling (coll/common/rdb.h): member v compresses its
  * reduced block once; the stream sizes are allgathered (one uint64 per
