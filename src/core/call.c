@@ -227,6 +227,66 @@ static int fill(zmpi_call *c, zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype t
     return MPI_SUCCESS;
 }
 
+/* Compress or not, with the network configured: the model's estimates until
+ * both ways have been measured once for this (collective, size class), then
+ * the faster measured way. The first call of a class runs the way the model
+ * prefers, the second the other way (unless the model finds even the
+ * measured plain time unbeatable), each timed and the slowest rank's time
+ * agreed on by one small allreduce - so the measurements, like the model,
+ * are the same on every rank. Returns 1 to compress. */
+static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, zmpi_dtype dt)
+{
+    double tp = 0, tz = 0;
+    int pays = zmpi_model(&st->cfg, coll, size, bytes, dt, &tp, &tz), cls = 0, z;
+    if (st->cfg.net_bw <= 0 || bytes == SIZE_MAX || bytes == 0)
+        return pays;
+    while (cls < ZMPI_TUNE_CLASSES - 1 && (bytes >> (cls + 1)) > 0)
+        cls++;
+    double mp = st->tune_plain[coll][cls] * (double)bytes, mz = st->tune_z[coll][cls] * (double)bytes;
+    if (mp > 0 && mz > 0)
+        return mz < mp; /* both measured */
+    if (mp > 0)
+        z = tz < mp; /* plain measured: try compression if the model says it can beat that */
+    else if (mz > 0)
+        z = 0;       /* compressed measured: measure plain */
+    else
+        z = pays;    /* nothing measured: the model's choice first */
+    if (z && mp > 0 && !(tz < mp))
+        return 0;
+    st->tune_pending = 1;
+    st->tune_coll = (int)coll;
+    st->tune_cls = cls;
+    st->tune_is_z = z;
+    st->tune_bytes = (double)bytes;
+    st->tune_t0 = PMPI_Wtime();
+    return z;
+}
+
+/* Completes the measurement in progress on st. */
+static void tune_done(zmpi_comm_state *st, MPI_Comm comm)
+{
+    if (!st || !st->tune_pending)
+        return;
+    st->tune_pending = 0;
+    double dt = PMPI_Wtime() - st->tune_t0;
+    if (PMPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS || !(dt > 0))
+        return;
+    double per = dt / st->tune_bytes;
+    if (st->tune_is_z)
+        st->tune_z[st->tune_coll][st->tune_cls] = per;
+    else
+        st->tune_plain[st->tune_coll][st->tune_cls] = per;
+}
+
+void zmpi_call_plain_done(MPI_Comm comm)
+{
+    if (comm == MPI_COMM_NULL)
+        return;
+    zmpi_comm_state *st = zmpi_state(comm);
+    if (st && st->tune_pending && !st->tune_is_z)
+        tune_done(st, comm);
+}
+
 int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype type, MPI_Op op, size_t bytes)
 {
     zmpi_comm_state *st = zmpi_state(comm);
@@ -240,10 +300,11 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
         why = ZMPI_WHY_CONFIG;
     if (!why && (size < 2 || (bytes != SIZE_MAX && bytes < st->cfg.min_bytes)))
         why = ZMPI_WHY_SMALL;
-    /* the model, unless an algorithm was chosen explicitly; it depends only on
-     * the configuration, the size and the message size: the same on all ranks */
-    if (!why && st->cfg.algorithm[coll] == ZMPI_ALGO_DEFAULT &&
-        !zmpi_model(&st->cfg, coll, size, bytes, dt, NULL, NULL))
+    /* the model and the measurements, unless an algorithm was chosen
+     * explicitly; they depend only on the configuration, the sizes and values
+     * every rank shares: the same decision on all ranks */
+    st->tune_pending = 0;
+    if (!why && st->cfg.algorithm[coll] == ZMPI_ALGO_DEFAULT && !decide(st, coll, size, bytes, dt))
         why = ZMPI_WHY_MODEL;
     if (why) {
         count_why(st, why);
@@ -262,6 +323,9 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
         return 0;
     }
     c->algo = zmpi_coll_algo_pick(coll, &st->cfg)->id;
+    c->tune = st->tune_pending && st->tune_is_z;
+    if (c->tune)
+        st->tune_t0 = PMPI_Wtime(); /* not the one-time set-up above */
     atomic_fetch_add(&st->compressed, 1);
     return 1;
 }
@@ -297,6 +361,10 @@ int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t b
 
 void zmpi_call_end(zmpi_call *c)
 {
+    if (c->tune) { /* a measured compressed collective; c->comm: the private duplicate */
+        c->tune = 0;
+        tune_done(c->st, c->comm);
+    }
     zmpi_ctx_free(c->ctx);
     zmpi_ctx_free(c->raw);
     c->ctx = c->raw = NULL;

@@ -14,12 +14,22 @@
 
 #include "zmpi/zmpi.h"
 
+/* Size classes of the measured decisions: floor(log2(bytes)). */
+#define ZMPI_TUNE_CLASSES 48
+
 /* State attached to a communicator (MPI attribute). */
 typedef struct zmpi_comm_state {
     ZMPI_Config cfg;
     MPI_Comm shadow;       /* private duplicate for the collectives' own traffic, made on first use */
     const char *env_error; /* first malformed environment variable, or NULL */
     int size, inter;       /* of the communicator (fixed for its life; duplicates share them) */
+    /* Measured once per (collective, size class), with the model on: the
+     * plain and the compressed call's time per byte (slowest rank; 0 =
+     * not measured), and the measurement in progress (collectives on a
+     * communicator are ordered, so there is at most one). */
+    double tune_plain[ZMPI_COLL_COUNT][ZMPI_TUNE_CLASSES], tune_z[ZMPI_COLL_COUNT][ZMPI_TUNE_CLASSES];
+    int tune_pending, tune_coll, tune_cls, tune_is_z;
+    double tune_t0, tune_bytes;
     atomic_ullong calls, compressed, fallback_type, fallback_small, fallback_config, fallback_model, codec_errors,
         bytes_raw, bytes_sent;
 } zmpi_comm_state;
@@ -46,6 +56,7 @@ typedef struct zmpi_call {
     zmpi_ctx *ctx;      /* configured for the current per-compression bound */
     zmpi_ctx *raw;      /* the "stored" codec, for blocks that are not compressed */
     size_t min_bytes;
+    int tune;           /* this collective call is being measured (zmpi_call_end completes it) */
 } zmpi_call;
 
 /* Why a call runs as plain MPI. */
@@ -68,6 +79,10 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
 /* The same for point-to-point (no algorithm choice). */
 int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t bytes);
 void zmpi_call_end(zmpi_call *c);
+/* Ends a collective that ran as plain MPI after zmpi_call_begin returned 0:
+ * completes a measurement in progress (one small allreduce on comm, taken
+ * by every rank alike). Call it on every fallback path of a collective. */
+void zmpi_call_plain_done(MPI_Comm comm);
 
 /* Sets the bound of each compression of this call. In result scope the
  * user's bound is divided by `hops`, the largest number of compressions an

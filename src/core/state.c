@@ -317,6 +317,9 @@ int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg)
         return MPI_ERR_COMM;
     s->cfg = *cfg;
     s->env_error = NULL;
+    memset(s->tune_plain, 0, sizeof s->tune_plain); /* measurements belonged to the old settings */
+    memset(s->tune_z, 0, sizeof s->tune_z);
+    s->tune_pending = 0;
     return MPI_SUCCESS;
 }
 

@@ -151,6 +151,45 @@ static void fallback(void)
     MPI_Comm_free(&comm);
 }
 
+/* Measured decisions: repeated calls of one size class switch between the
+ * plain and the compressed way while measuring, then keep the faster; every
+ * call must be right (exact when plain, within the bound when compressed),
+ * and all ranks must take the same way (or the collective would hang). */
+static void measured(void)
+{
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    size_t n = (size_t)1 << 18;
+    float *in = malloc(n * sizeof *in), *ref = malloc(n * sizeof *ref), *got = malloc(n * sizeof *got);
+    mt_fill_field(in, n, MPI_FLOAT, (size_t)T.rank * 777);
+    double bws[2] = {1.25e10, 1.25e8};
+    for (int b = 0; b < 2; b++) {
+        ZMPI_Config cfg = base(bws[b], 5e-6);
+        cfg.eb_mode = ZMPI_EB_ABS;
+        cfg.eb = 1e-2;
+        ZMPI_Comm_set_config(comm, &cfg);
+        MPI_Allreduce(in, ref, (int)n, MPI_FLOAT, MPI_MAX, comm);
+        for (int k = 0; k < 5; k++) {
+            ZMPI_Stats s0, s1;
+            ZMPI_Comm_get_stats(comm, &s0);
+            int rc = ZMPI_Allreduce(in, got, (int)n, MPI_FLOAT, MPI_MAX, comm);
+            ZMPI_Comm_get_stats(comm, &s1);
+            int z = s1.compressed > s0.compressed, bad = 0;
+            for (size_t i = 0; i < n; i++)
+                bad += z ? !(fabsf(got[i] - ref[i]) <= 1e-2f * 1.0001f) : got[i] != ref[i];
+            MT_CHECK(&T, rc == MPI_SUCCESS && bad == 0, "bw %g call %d (%s): rc %d, %d bad", bws[b], k,
+                     z ? "compressed" : "plain", rc, bad);
+            int zs[2] = {z, -z}, all[2];
+            MPI_Allreduce(zs, all, 2, MPI_INT, MPI_MAX, comm);
+            MT_CHECK(&T, all[0] == -all[1], "bw %g call %d: ranks took different ways", bws[b], k);
+        }
+    }
+    free(in);
+    free(ref);
+    free(got);
+    MPI_Comm_free(&comm);
+}
+
 static void environment(void)
 {
     struct {
@@ -193,6 +232,7 @@ int main(int argc, char **argv)
     mt_init(&T, &argc, &argv, "test_model");
     estimates();
     fallback();
+    measured();
     environment();
     return mt_finish(&T);
 }

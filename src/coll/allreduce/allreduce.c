@@ -64,5 +64,6 @@ fn_fail:
     goto fn_exit;
 fn_plain:
     rc = PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
     goto fn_exit;
 }

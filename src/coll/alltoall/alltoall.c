@@ -107,6 +107,7 @@ int ZMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
                              (size_t)recvcount * elem_size(recvtype));
     if (on == 0) {
         rc = PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+        zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
     } else if (on != 1) {
         rc = on; /* MPI_ERR_NO_MEM */
     } else {

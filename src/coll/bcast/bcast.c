@@ -82,6 +82,7 @@ int ZMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
     }
     if (on == 0) {
         rc = PMPI_Bcast(buffer, count, datatype, root, comm);
+        zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
     } else if (on != 1) {
         rc = on; /* MPI_ERR_NO_MEM */
     } else {

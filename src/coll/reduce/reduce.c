@@ -66,5 +66,6 @@ fn_fail:
     goto fn_exit;
 fn_plain:
     rc = PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
     goto fn_exit;
 }

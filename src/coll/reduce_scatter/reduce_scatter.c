@@ -87,6 +87,7 @@ fn_fail:
     goto fn_exit;
 fn_plain:
     rc = PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    zmpi_call_plain_done(comm);
     goto fn_exit;
 }
 
@@ -126,5 +127,6 @@ fn_fail:
     goto fn_exit;
 fn_plain:
     rc = PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    zmpi_call_plain_done(comm);
     goto fn_exit;
 }

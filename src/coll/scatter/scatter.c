@@ -94,6 +94,7 @@ int ZMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
     }
     if (on == 0) {
         rc = PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+        zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
     } else if (on != 1) {
         rc = on; /* MPI_ERR_NO_MEM */
     } else {
