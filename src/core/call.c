@@ -258,8 +258,16 @@ static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, z
     st->tune_cls = cls;
     st->tune_is_z = z;
     st->tune_bytes = (double)bytes;
-    st->tune_t0 = PMPI_Wtime();
     return z;
+}
+
+/* Starts the measurement: ranks leave the previous call at different times,
+ * and a rank that enters early would count its wait for the others as the
+ * call's time, so the two measured calls of a class start together. */
+static void tune_start(zmpi_comm_state *st, MPI_Comm comm)
+{
+    PMPI_Barrier(comm);
+    st->tune_t0 = PMPI_Wtime();
 }
 
 /* Completes the measurement in progress on st. */
@@ -306,6 +314,8 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
     st->tune_pending = 0;
     if (!why && st->cfg.algorithm[coll] == ZMPI_ALGO_DEFAULT && !decide(st, coll, size, bytes, dt))
         why = ZMPI_WHY_MODEL;
+    if (why == ZMPI_WHY_MODEL && st->tune_pending)
+        tune_start(st, comm);
     if (why) {
         count_why(st, why);
         return 0;
@@ -325,7 +335,7 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
     c->algo = zmpi_coll_algo_pick(coll, &st->cfg)->id;
     c->tune = st->tune_pending && st->tune_is_z;
     if (c->tune)
-        st->tune_t0 = PMPI_Wtime(); /* not the one-time set-up above */
+        tune_start(st, comm); /* after the one-time set-up above */
     atomic_fetch_add(&st->compressed, 1);
     return 1;
 }
