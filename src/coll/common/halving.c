@@ -1,5 +1,6 @@
 /* Recursive-halving reduce-scatter with compression: see halving.h. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "coll/common/halving.h"
 #include "coll/common/ring.h"
@@ -97,5 +98,35 @@ fn_exit:
     zmpi_pieces_free(&pin);
     zmpi_pieces_free(&pout);
     free(tmp);
+    return rc;
+}
+
+int zmpi_halving_reduce_scatter_copy(zmpi_call *c, const void *in, void *out, size_t count, const size_t *counts,
+                                     const size_t *displs, MPI_Op op, int tag, int *corrupt)
+{
+    int rc, n = c->size, r = c->rank, *ranks = NULL;
+    size_t *dp = NULL, es = c->es;
+    unsigned char *acc = NULL;
+
+    rc = zmpi_alloc(((size_t)n + 1) * sizeof *dp, &dp);
+    if (rc == MPI_SUCCESS)
+        rc = zmpi_alloc((size_t)n * sizeof *ranks, &ranks);
+    if (rc == MPI_SUCCESS)
+        rc = zmpi_alloc(count * es, &acc);
+    if (rc)
+        goto fn_exit;
+    for (int i = 0; i < n; i++) {
+        dp[i] = displs[i];
+        ranks[i] = i;
+    }
+    dp[n] = count;
+    memcpy(acc, in, count * es);
+    rc = zmpi_halving_reduce_scatter(c, acc, dp, n, r, ranks, op, tag, corrupt);
+    if (rc == MPI_SUCCESS)
+        memcpy(out, acc + displs[r] * es, counts[r] * es);
+fn_exit:
+    free(dp);
+    free(ranks);
+    free(acc);
     return rc;
 }

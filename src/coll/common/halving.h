@@ -33,6 +33,13 @@
 int zmpi_halving_reduce_scatter(zmpi_call *c, unsigned char *acc, const size_t *displs, int p, int v,
                                 const int *ranks, MPI_Op op, int tag, int *corrupt);
 
+/* Reduce-scatter of `in` (count elements on every rank, c->size a power of
+ * two, member v = rank v) into `out`: block b = counts[b] elements at
+ * displs[b], block c->rank of the reduction lands in out (which may overlap
+ * in: in is copied first). */
+int zmpi_halving_reduce_scatter_copy(zmpi_call *c, const void *in, void *out, size_t count, const size_t *counts,
+                                     const size_t *displs, MPI_Op op, int tag, int *corrupt);
+
 /* One exchange with `peer`: elements [first, first + count) of acc leave
  * compressed in pieces while the peer's pieces of [kfirst, kfirst + kcount)
  * arrive and are reduced into acc (either count may be 0). */

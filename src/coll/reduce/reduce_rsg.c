@@ -162,28 +162,7 @@ int zmpi_reduce_rsg(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t cou
         own = tmp;
     }
     if (zmpi_is_pow2(n)) { /* recursive halving: log2 N messages instead of N - 1 */
-        size_t *dp = NULL;
-        int *ranks = NULL;
-        unsigned char *acc = NULL;
-        rc = zmpi_alloc(((size_t)n + 1) * sizeof *dp, &dp);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_alloc((size_t)n * sizeof *ranks, &ranks);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_alloc(count * es, &acc);
-        if (rc == MPI_SUCCESS) {
-            for (int i = 0; i < n; i++) {
-                dp[i] = displs[i];
-                ranks[i] = i;
-            }
-            dp[n] = count;
-            memcpy(acc, in, count * es);
-            rc = zmpi_halving_reduce_scatter(c, acc, dp, n, r, ranks, op, ZMPI_TAG_REDUCE, &corrupt);
-            if (rc == MPI_SUCCESS)
-                memcpy(own, acc + displs[r] * es, counts[r] * es);
-        }
-        free(dp);
-        free(ranks);
-        free(acc);
+        rc = zmpi_halving_reduce_scatter_copy(c, in, own, count, counts, displs, op, ZMPI_TAG_REDUCE, &corrupt);
     } else {
         rc = zmpi_ring_reduce_scatter(c, in, own, counts, displs, op, ZMPI_TAG_REDUCE, &corrupt);
     }

@@ -26,45 +26,37 @@
 
 int zmpi_reduce_scatter_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Op op)
 {
-    int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size, r = c->rank, *ranks = NULL;
+    int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    size_t *displs = NULL, total = 0, es = c->es;
-    unsigned char *acc = NULL;
+    size_t *counts = NULL, *displs = NULL, total = 0;
 
     if (!zmpi_is_pow2(n))
         return zmpi_reduce_scatter_ring(c, sendbuf, recvbuf, recvcounts, op);
-    rc = zmpi_alloc(((size_t)n + 1) * sizeof *displs, &displs);
+    rc = zmpi_alloc((size_t)n * sizeof *counts, &counts);
     if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)n * sizeof *ranks, &ranks);
+        rc = zmpi_alloc((size_t)n * sizeof *displs, &displs);
     if (rc)
         goto fn_exit;
     for (int b = 0; b < n; b++) {
+        counts[b] = (size_t)recvcounts[b];
         displs[b] = total;
-        total += (size_t)recvcounts[b];
-        ranks[b] = b;
+        total += counts[b];
     }
-    displs[n] = total;
     if (total == 0)
         goto fn_exit;
     if (n == 1) {
         if (in != recvbuf)
-            memmove(recvbuf, in, total * es);
+            memmove(recvbuf, in, total * c->es);
         goto fn_exit;
     }
     rc = zmpi_call_bound(c, (double)(n - 1), in, total);
     if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc(total * es, &acc);
-    if (rc)
-        goto fn_exit;
-    memcpy(acc, in, total * es);
-    rc = zmpi_halving_reduce_scatter(c, acc, displs, n, r, ranks, op, ZMPI_TAG_REDUCE_SCATTER, &corrupt);
-    if (rc == MPI_SUCCESS) {
-        memcpy(recvbuf, acc + displs[r] * es, (size_t)recvcounts[r] * es);
+        rc = zmpi_halving_reduce_scatter_copy(c, in, recvbuf, total, counts, displs, op, ZMPI_TAG_REDUCE_SCATTER,
+                                              &corrupt);
+    if (rc == MPI_SUCCESS)
         rc = corrupt;
-    }
 fn_exit:
-    free(acc);
+    free(counts);
     free(displs);
-    free(ranks);
     return rc;
 }
