@@ -229,11 +229,12 @@ static int fill(zmpi_call *c, zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype t
 
 /* Compress or not, with the network configured: the model's estimates until
  * both ways have been measured once for this (collective, size class), then
- * the faster measured way. The first call of a class runs the way the model
- * prefers, the second the other way (unless the model finds even the
- * measured plain time unbeatable), each timed and the slowest rank's time
- * agreed on by one small allreduce - so the measurements, like the model,
- * are the same on every rank. Returns 1 to compress. */
+ * the faster measured way. The first calls of a class run the way the model
+ * prefers, then the other way (unless the model finds even the measured
+ * plain time unbeatable), each timed and the slowest rank's time agreed on
+ * by one small allreduce - so the measurements, like the model, are the same
+ * on every rank. The compressed way is measured on its second call (the
+ * first pays one-time costs). Returns 1 to compress. */
 static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, zmpi_dtype dt)
 {
     double tp = 0, tz = 0;
@@ -253,6 +254,13 @@ static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, z
         z = pays;    /* nothing measured: the model's choice first */
     if (z && mp > 0 && !(tz < mp))
         return 0;
+    if (z && !st->tune_zwarm[coll][cls]) {
+        /* the first compressed call of a class pays one-time costs (fresh
+         * memory for its buffers, first faults): run it unmeasured, measure
+         * the next one. Every rank marks it alike. */
+        st->tune_zwarm[coll][cls] = 1;
+        return 1;
+    }
     st->tune_pending = 1;
     st->tune_coll = (int)coll;
     st->tune_cls = cls;

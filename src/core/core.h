@@ -28,6 +28,7 @@ typedef struct zmpi_comm_state {
      * not measured), and the measurement in progress (collectives on a
      * communicator are ordered, so there is at most one). */
     double tune_plain[ZMPI_COLL_COUNT][ZMPI_TUNE_CLASSES], tune_z[ZMPI_COLL_COUNT][ZMPI_TUNE_CLASSES];
+    unsigned char tune_zwarm[ZMPI_COLL_COUNT][ZMPI_TUNE_CLASSES]; /* compressed way run once, unmeasured */
     int tune_pending, tune_coll, tune_cls, tune_is_z;
     double tune_t0, tune_bytes;
     atomic_ullong calls, compressed, fallback_type, fallback_small, fallback_config, fallback_model, codec_errors,

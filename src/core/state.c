@@ -319,6 +319,7 @@ int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg)
     s->env_error = NULL;
     memset(s->tune_plain, 0, sizeof s->tune_plain); /* measurements belonged to the old settings */
     memset(s->tune_z, 0, sizeof s->tune_z);
+    memset(s->tune_zwarm, 0, sizeof s->tune_zwarm);
     s->tune_pending = 0;
     return MPI_SUCCESS;
 }
