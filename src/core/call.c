@@ -91,11 +91,14 @@ static void count_why(zmpi_comm_state *st, int why)
  * The expected ratio r: cfg.ratio if set, else for the bounded codecs
  * (fzl, linpred) under a REL bound from the bound per compression (divided
  * by N for the reductions in result scope, whose partial sums also take
- * log2 N bits more): about 2.5 + 2.4 log10(1e-2 / rel) bits per value (a fit below the measured fzl ratios on the real fields:
- * 15.8, 8.3 and 4.8 at REL 1e-2, 1e-3, 1e-4), 3 under an ABS bound (no
- * range known), 1.6 for the lossless codecs, 2 for trunc and dp2sp. The
- * speeds: cfg.comp_speed / decomp_speed if set, else 2.5 / 3 GB/s (below
- * the measured single-core fzl speeds of 2.7-3.6 / 2.8-6.2 GB/s). */
+ * log2 N bits more): about 2.0 + 2.3 log10(1e-2 / rel) bits per value (a
+ * fit through the geometric means of the measured fzl ratios on the real
+ * fields: 15.8, 8.3 and 4.8 at REL 1e-2, 1e-3, 1e-4), 3 under an ABS bound
+ * (no range known), 1.6 for the lossless codecs, 2 for trunc and dp2sp. The
+ * speeds: cfg.comp_speed / decomp_speed if set, else 3 / 3.5 GB/s (the
+ * measured single-core fzl speeds on the real fields are 2.7-3.6 /
+ * 2.8-6.2 GB/s). Users with other data or machines set ZMPI_RATIO and
+ * ZMPI_CODEC_SPEED from `zmpi codec eval` on a sample of their messages. */
 static double model_ratio(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, zmpi_dtype dt)
 {
     if (cfg->ratio > 0)
@@ -180,15 +183,13 @@ int ZMPI_Model_estimate(MPI_Comm comm, ZMPI_Coll coll, long long count, MPI_Data
 {
     zmpi_comm_state *st = zmpi_state(comm);
     zmpi_dtype dt = ZMPI_FLOAT;
-    int size = 1;
     if (t_plain)
         *t_plain = 0;
     if (t_zmpi)
         *t_zmpi = 0;
-    if (!st || count < 0 || (int)coll < 0 || (int)coll > ZMPI_COLL_COUNT || !zmpi_classify(datatype, &dt) ||
-        PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
+    if (!st || count < 0 || (int)coll < 0 || (int)coll > ZMPI_COLL_COUNT || !zmpi_classify(datatype, &dt))
         return 0;
-    return zmpi_model(&st->cfg, coll, size, (size_t)count * zmpi_dtype_size(dt), dt, t_plain, t_zmpi);
+    return zmpi_model(&st->cfg, coll, st->size, (size_t)count * zmpi_dtype_size(dt), dt, t_plain, t_zmpi);
 }
 
 static int fill(zmpi_call *c, zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype type, zmpi_dtype dt,
@@ -238,22 +239,21 @@ static int fill(zmpi_call *c, zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype t
 static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, zmpi_dtype dt)
 {
     double tp = 0, tz = 0;
-    int pays = zmpi_model(&st->cfg, coll, size, bytes, dt, &tp, &tz), cls = 0, z;
+    int cls = 0, z;
     if (st->cfg.net_bw <= 0 || bytes == SIZE_MAX || bytes == 0)
-        return pays;
+        return zmpi_model(&st->cfg, coll, size, bytes, dt, NULL, NULL);
     while (cls < ZMPI_TUNE_CLASSES - 1 && (bytes >> (cls + 1)) > 0)
         cls++;
     double mp = st->tune_plain[coll][cls] * (double)bytes, mz = st->tune_z[coll][cls] * (double)bytes;
     if (mp > 0 && mz > 0)
-        return mz < mp; /* both measured */
+        return mz < mp; /* both measured: no model needed */
+    int pays = zmpi_model(&st->cfg, coll, size, bytes, dt, &tp, &tz);
     if (mp > 0)
         z = tz < mp; /* plain measured: try compression if the model says it can beat that */
     else if (mz > 0)
         z = 0;       /* compressed measured: measure plain */
     else
         z = pays;    /* nothing measured: the model's choice first */
-    if (z && mp > 0 && !(tz < mp))
-        return 0;
     if (z && !st->tune_zwarm[coll][cls]) {
         /* the first compressed call of a class pays one-time costs (fresh
          * memory for its buffers, first faults): run it unmeasured, measure
@@ -281,8 +281,6 @@ static void tune_start(zmpi_comm_state *st, MPI_Comm comm)
 /* Completes the measurement in progress on st. */
 static void tune_done(zmpi_comm_state *st, MPI_Comm comm)
 {
-    if (!st || !st->tune_pending)
-        return;
     st->tune_pending = 0;
     double dt = PMPI_Wtime() - st->tune_t0;
     if (PMPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS || !(dt > 0))

@@ -45,8 +45,7 @@ typedef struct ag_state {
     void *recvbuf;
     const int *recvcounts, *displs;
     unsigned char *z; /* all compressed blocks, back to back */
-    uint64_t *lens;
-    size_t *off;      /* size + 1 offsets into z */
+    size_t *off;      /* size + 1 offsets into z (block b: off[b + 1] - off[b] bytes) */
     int drc;          /* first decompression error */
 } ag_state;
 
@@ -59,7 +58,6 @@ static int ag_prologue(ag_state *s, const void *sendbuf)
     char *own = (char *)s->recvbuf + (ptrdiff_t)s->displs[rank] * (ptrdiff_t)c->es;
     size_t n = (size_t)s->recvcounts[rank], cap = zmpi_dm_cap(c, n), len = 0;
     unsigned char *mine = NULL;
-    uint64_t mylen;
 
     if (sendbuf != MPI_IN_PLACE && n > 0)
         memcpy(own, sendbuf, n * c->es);
@@ -67,29 +65,9 @@ static int ag_prologue(ag_state *s, const void *sendbuf)
     if (rc == MPI_SUCCESS)
         rc = zmpi_dm_compress(c, own, n, mine, cap, &len);
     if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)size * sizeof *s->lens, &s->lens);
-    if (rc == MPI_SUCCESS)
         rc = zmpi_alloc(((size_t)size + 1) * sizeof *s->off, &s->off);
-    if (rc)
-        goto fn_exit;
-    mylen = len;
-    rc = PMPI_Allgather(&mylen, 1, MPI_UINT64_T, s->lens, 1, MPI_UINT64_T, c->comm);
-    if (rc)
-        goto fn_exit;
-    s->off[0] = 0;
-    for (int i = 0; i < size; i++) {
-        if (s->lens[i] > (uint64_t)(SIZE_MAX - s->off[i])) {
-            rc = MPI_ERR_OTHER;
-            goto fn_exit;
-        }
-        s->off[i + 1] = s->off[i] + (size_t)s->lens[i];
-    }
-    rc = zmpi_alloc(s->off[size] ? s->off[size] : 1, &s->z);
-    if (rc)
-        goto fn_exit;
-    if (len > 0)
-        memcpy(s->z + s->off[rank], mine, len);
-fn_exit:
+    if (rc == MPI_SUCCESS)
+        rc = zmpi_rdb_layout(c, mine, len, size, rank, NULL, s->off, &s->z);
     free(mine);
     return rc;
 }
@@ -97,7 +75,6 @@ fn_exit:
 static void ag_free(ag_state *s)
 {
     free(s->off);
-    free(s->lens);
     free(s->z);
 }
 
@@ -106,7 +83,7 @@ static void ag_decompress(ag_state *s, int b)
 {
     if (b == s->c->rank)
         return;
-    int e = zmpi_dm_decompress(s->c, s->z + s->off[b], (size_t)s->lens[b],
+    int e = zmpi_dm_decompress(s->c, s->z + s->off[b], s->off[b + 1] - s->off[b],
                                (char *)s->recvbuf + (ptrdiff_t)s->displs[b] * (ptrdiff_t)s->c->es,
                                (size_t)s->recvcounts[b]);
     s->drc = s->drc ? s->drc : e;
@@ -117,7 +94,7 @@ int zmpi_allgatherv_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const
 {
     int rc = MPI_SUCCESS, size = c->size, rank = c->rank;
     int right = (rank + 1) % size, left = (rank - 1 + size) % size, prev = -1;
-    ag_state s = {c, recvbuf, recvcounts, displs, NULL, NULL, NULL, MPI_SUCCESS};
+    ag_state s = {c, recvbuf, recvcounts, displs, NULL, NULL, MPI_SUCCESS};
     zmpi_dm_reqs r = {0};
 
     if (size < 2)
@@ -127,9 +104,9 @@ int zmpi_allgatherv_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const
         goto fn_fail;
     for (int st = 0; st < size - 1; st++) {
         int sb = (rank - st + size) % size, rb = (rank - st - 1 + size) % size;
-        rc = zmpi_dm_irecv(c, s.z + s.off[rb], (size_t)s.lens[rb], left, ZMPI_TAG_ALLGATHER, &r);
+        rc = zmpi_dm_irecv(c, s.z + s.off[rb], s.off[rb + 1] - s.off[rb], left, ZMPI_TAG_ALLGATHER, &r);
         if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_isend(c, s.z + s.off[sb], (size_t)s.lens[sb], right, ZMPI_TAG_ALLGATHER, &r);
+            rc = zmpi_dm_isend(c, s.z + s.off[sb], s.off[sb + 1] - s.off[sb], right, ZMPI_TAG_ALLGATHER, &r);
         if (rc)
             goto fn_fail;
         if (prev >= 0) /* the block of the previous step, while this one travels */
@@ -160,8 +137,8 @@ static int ag_arrived(void *arg, int first, int n)
 int zmpi_allgatherv_rdb(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
                         const int *displs)
 {
-    int rc = MPI_SUCCESS, size = c->size, *ranks = NULL;
-    ag_state s = {c, recvbuf, recvcounts, displs, NULL, NULL, NULL, MPI_SUCCESS};
+    int rc = MPI_SUCCESS, size = c->size;
+    ag_state s = {c, recvbuf, recvcounts, displs, NULL, NULL, MPI_SUCCESS};
 
     if (!zmpi_is_pow2(size))
         return zmpi_allgatherv_ring(c, sendbuf, recvbuf, recvcounts, displs);
@@ -169,16 +146,10 @@ int zmpi_allgatherv_rdb(zmpi_call *c, const void *sendbuf, void *recvbuf, const 
         goto fn_exit;
     rc = ag_prologue(&s, sendbuf);
     if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)size * sizeof *ranks, &ranks);
-    if (rc)
-        goto fn_exit;
-    for (int i = 0; i < size; i++)
-        ranks[i] = i;
-    rc = zmpi_rdb_allgather(c, s.z, s.off, size, c->rank, ranks, ZMPI_TAG_ALLGATHER, ag_arrived, &s);
+        rc = zmpi_rdb_allgather(c, s.z, s.off, size, c->rank, NULL, ZMPI_TAG_ALLGATHER, ag_arrived, &s);
     if (rc == MPI_SUCCESS)
         rc = s.drc;
 fn_exit:
-    free(ranks);
     ag_free(&s);
     return rc;
 }

@@ -84,7 +84,7 @@ int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     unsigned char *acc = recvbuf, *z = NULL, *mine = NULL;
     size_t *counts = NULL, *displs = NULL, *off = NULL, es = c->es;
-    uint64_t *lens = NULL, mylen = 0;
+    size_t mylen = 0;
 
     if (count == 0)
         goto fn_exit;
@@ -110,8 +110,6 @@ int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
         rc = zmpi_alloc((size_t)p * sizeof *ranks, &ranks);
     if (rc == MPI_SUCCESS)
         rc = zmpi_alloc(((size_t)p + 1) * sizeof *off, &off);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)n * sizeof *lens, &lens);
     if (rc)
         goto fn_fail;
     zmpi_blocks_even(count, p, counts, displs);
@@ -135,34 +133,19 @@ int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
         if (rc)
             goto fn_fail;
         /* phase 2: compress the own block once */
-        size_t cap = zmpi_dm_cap(c, counts[v]), len = 0;
+        size_t cap = zmpi_dm_cap(c, counts[v]);
         rc = zmpi_alloc(cap ? cap : 1, &mine);
         if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_compress(c, acc + displs[v] * es, counts[v], mine, cap, &len);
+            rc = zmpi_dm_compress(c, acc + displs[v] * es, counts[v], mine, cap, &mylen);
         if (rc)
             goto fn_fail;
-        mylen = len;
     }
-    rc = PMPI_Allgather(&mylen, 1, MPI_UINT64_T, lens, 1, MPI_UINT64_T, c->comm);
-    if (rc)
-        goto fn_fail;
-    off[0] = 0;
-    for (int i = 0; i < p; i++) {
-        uint64_t l = lens[ranks[i]];
-        if (l > (uint64_t)(SIZE_MAX - off[i])) {
-            rc = MPI_ERR_OTHER;
-            goto fn_fail;
-        }
-        off[i + 1] = off[i] + (size_t)l;
-    }
-    rc = zmpi_alloc(off[p] ? off[p] : 1, &z);
+    rc = zmpi_rdb_layout(c, mine, mylen, p, v, ranks, off, &z);
     if (rc)
         goto fn_fail;
     {
         rhd_state s = {c, acc, counts, displs, z, off, MPI_SUCCESS};
         if (v >= 0) {
-            if (mylen)
-                memcpy(z + off[v], mine, (size_t)mylen);
             rc = zmpi_rdb_allgather(c, z, off, p, v, ranks, ZMPI_TAG_ALLREDUCE, rhd_decompress, &s);
             if (rc == MPI_SUCCESS && rem > 0 && r < 2 * rem) { /* to the even partner */
                 zmpi_dm_reqs q = {0};
@@ -187,7 +170,6 @@ fn_exit:
     free(displs);
     free(ranks);
     free(off);
-    free(lens);
     free(z);
     free(mine);
     return rc;

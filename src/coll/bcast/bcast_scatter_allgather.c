@@ -124,39 +124,24 @@ int zmpi_bcast_scatter_allgather(zmpi_call *c, void *buf, size_t count, int root
                        MPI_BYTE, root, c->comm);
     if (rc)
         goto fn_fail;
+    sa_state s = {c, z, buf, cnt, dsp, base, extra, MPI_SUCCESS};
     if (zmpi_is_pow2(n)) {
         /* recursive doubling: log2 N steps, decompressing while the next travels */
-        sa_state s = {c, z, buf, cnt, dsp, base, extra, MPI_SUCCESS};
-        int *ranks = NULL;
         size_t *off = NULL;
-        rc = zmpi_alloc((size_t)n * sizeof *ranks, &ranks);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_alloc(((size_t)n + 1) * sizeof *off, &off);
+        rc = zmpi_alloc(((size_t)n + 1) * sizeof *off, &off);
         if (rc == MPI_SUCCESS) {
-            for (int i = 0; i < n; i++) {
-                ranks[i] = i;
+            for (int i = 0; i < n; i++)
                 off[i] = (size_t)dsp[i];
-            }
             off[n] = (size_t)total;
-            rc = zmpi_rdb_allgather(c, z, off, n, me, ranks, ZMPI_TAG_BCAST, me == root ? NULL : sa_arrived, &s);
+            rc = zmpi_rdb_allgather(c, z, off, n, me, NULL, ZMPI_TAG_BCAST, me == root ? NULL : sa_arrived, &s);
         }
-        free(ranks);
         free(off);
-        drc = s.drc;
     } else {
         rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, z, cnt, dsp, MPI_BYTE, c->comm);
-        if (rc)
-            goto fn_fail;
-        if (me != root) {
-            size_t off = 0;
-            for (int i = 0; i < n; i++) {
-                size_t m = base + ((size_t)i < extra);
-                int e = zmpi_block_decompress(c, z + dsp[i], (size_t)cnt[i], (char *)buf + off * c->es, m);
-                drc = drc ? drc : e;
-                off += m;
-            }
-        }
+        if (rc == MPI_SUCCESS && me != root)
+            sa_arrived(&s, 0, n);
     }
+    drc = s.drc;
     if (rc)
         goto fn_fail;
     rc = drc;

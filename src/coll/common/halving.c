@@ -63,23 +63,15 @@ int zmpi_reduce_exchange(zmpi_call *c, unsigned char *acc, size_t first, size_t 
 int zmpi_halving_reduce_scatter(zmpi_call *c, unsigned char *acc, const size_t *displs, int p, int v,
                                 const int *ranks, MPI_Op op, int tag, int *corrupt)
 {
-    int rc = MPI_SUCCESS, lo = 0, hi = p;
-    size_t maxkeep = 0;
+    int rc = MPI_SUCCESS, lo = 0, hi = p, h = p / 2;
     zmpi_pieces pin = {0}, pout = {0};
     unsigned char *tmp = NULL;
 
-    for (int d = p / 2; d >= 1; d /= 2) { /* the largest half kept, for the scratch */
-        int klo = (v & d) ? lo + d : lo, khi = (v & d) ? hi : lo + d;
-        size_t k = displs[khi] - displs[klo];
-        maxkeep = k > maxkeep ? k : maxkeep;
-        lo = klo;
-        hi = khi;
-    }
+    /* scratch for the incoming pieces: the kept ranges nest, so the first is the largest */
+    size_t maxkeep = (v & h) ? displs[p] - displs[h] : displs[h] - displs[0];
     rc = zmpi_alloc(maxkeep * c->es, &tmp);
     if (rc)
         goto fn_exit;
-    lo = 0;
-    hi = p;
     for (int d = p / 2; d >= 1; d /= 2) {
         int mid = lo + d, klo, khi, slo, shi;
         if (v & d) {
@@ -88,7 +80,7 @@ int zmpi_halving_reduce_scatter(zmpi_call *c, unsigned char *acc, const size_t *
             klo = lo, khi = mid, slo = mid, shi = hi;
         }
         rc = exchange(c, acc, displs[slo], displs[shi] - displs[slo], displs[klo], displs[khi] - displs[klo],
-                      ranks[v ^ d], op, tag, &pout, &pin, tmp, corrupt);
+                      ranks ? ranks[v ^ d] : v ^ d, op, tag, &pout, &pin, tmp, corrupt);
         if (rc)
             goto fn_exit;
         lo = klo;
@@ -104,29 +96,23 @@ fn_exit:
 int zmpi_halving_reduce_scatter_copy(zmpi_call *c, const void *in, void *out, size_t count, const size_t *counts,
                                      const size_t *displs, MPI_Op op, int tag, int *corrupt)
 {
-    int rc, n = c->size, r = c->rank, *ranks = NULL;
+    int rc, n = c->size, r = c->rank;
     size_t *dp = NULL, es = c->es;
     unsigned char *acc = NULL;
 
     rc = zmpi_alloc(((size_t)n + 1) * sizeof *dp, &dp);
     if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)n * sizeof *ranks, &ranks);
-    if (rc == MPI_SUCCESS)
         rc = zmpi_alloc(count * es, &acc);
     if (rc)
         goto fn_exit;
-    for (int i = 0; i < n; i++) {
-        dp[i] = displs[i];
-        ranks[i] = i;
-    }
+    memcpy(dp, displs, (size_t)n * sizeof *dp);
     dp[n] = count;
     memcpy(acc, in, count * es);
-    rc = zmpi_halving_reduce_scatter(c, acc, dp, n, r, ranks, op, tag, corrupt);
+    rc = zmpi_halving_reduce_scatter(c, acc, dp, n, r, NULL, op, tag, corrupt);
     if (rc == MPI_SUCCESS)
         memcpy(out, acc + displs[r] * es, counts[r] * es);
 fn_exit:
     free(dp);
-    free(ranks);
     free(acc);
     return rc;
 }

@@ -3,7 +3,8 @@
  * Rabenseifner's Allreduce), shared by Allreduce `rhd` and Reduce_scatter
  * `rhd`.
  *
- * p = 2^k members; member v's whole vector is in acc (count elements); the
+ * p = 2^k members (member i = rank ranks[i] of c->comm; ranks NULL: rank i);
+ * member v's whole vector is in acc (count elements); the
  * vector is cut into p blocks, block b at element displs[b] (displs[p] =
  * count). Member v holds blocks [lo, hi), initially all; in the step of
  * distance d (p/2, p/4, ..., 1) it exchanges with member v ^ d: it keeps the

@@ -1,4 +1,7 @@
 /* Recursive-doubling allgather of compressed blocks: see rdb.h. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "coll/common/rdb.h"
 #include "coll/common/movement.h"
 
@@ -9,10 +12,10 @@ int zmpi_rdb_allgather(const zmpi_call *c, unsigned char *z, const size_t *off, 
     zmpi_dm_reqs r = {0};
 
     for (int dist = 1; dist < p; dist <<= 1) {
-        int mine = v & ~(dist - 1), peer = mine ^ dist, w = v ^ dist;
-        rc = zmpi_dm_irecv(c, z + off[peer], off[peer + dist] - off[peer], rank[w], tag, &r);
+        int mine = v & ~(dist - 1), peer = mine ^ dist, w = rank ? rank[v ^ dist] : v ^ dist;
+        rc = zmpi_dm_irecv(c, z + off[peer], off[peer + dist] - off[peer], w, tag, &r);
         if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_isend(c, z + off[mine], off[mine + dist] - off[mine], rank[w], tag, &r);
+            rc = zmpi_dm_isend(c, z + off[mine], off[mine + dist] - off[mine], w, tag, &r);
         if (rc)
             goto fn_fail;
         if (arrived) {
@@ -33,4 +36,31 @@ fn_exit:
     return rc;
 fn_fail:
     goto fn_exit;
+}
+
+int zmpi_rdb_layout(const zmpi_call *c, const void *mine, size_t len, int p, int v, const int *rank, size_t *off,
+                    unsigned char **z)
+{
+    uint64_t mylen = len, *lens = NULL;
+    int rc = zmpi_alloc((size_t)c->size * sizeof *lens, &lens);
+    *z = NULL;
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Allgather(&mylen, 1, MPI_UINT64_T, lens, 1, MPI_UINT64_T, c->comm);
+    if (rc)
+        goto fn_exit;
+    off[0] = 0;
+    for (int i = 0; i < p; i++) {
+        uint64_t l = lens[rank ? rank[i] : i];
+        if (l > (uint64_t)(SIZE_MAX - off[i])) {
+            rc = MPI_ERR_OTHER;
+            goto fn_exit;
+        }
+        off[i + 1] = off[i] + (size_t)l;
+    }
+    rc = zmpi_alloc(off[p] ? off[p] : 1, z);
+    if (rc == MPI_SUCCESS && v >= 0 && len > 0)
+        memcpy(*z + off[v], mine, len);
+fn_exit:
+    free(lens);
+    return rc;
 }

@@ -47,9 +47,18 @@ static inline int zmpi_is_pow2(int p)
 }
 
 /* Runs the exchange described above for member v of p (a power of two),
- * rank[] mapping members to ranks of c->comm, off[0..p] the offsets of the
- * streams in z (off[p] the total), on tag. */
+ * rank[] mapping members to ranks of c->comm (NULL: member i is rank i),
+ * off[0..p] the offsets of the streams in z (off[p] the total), on tag. */
 int zmpi_rdb_allgather(const zmpi_call *c, unsigned char *z, const size_t *off, int p, int v,
                        const int *rank, int tag, zmpi_rdb_arrived_fn arrived, void *arg);
+
+/* Lays out the streams of the p members: every rank of c->comm contributes
+ * the length of its own stream (len; 0 for a rank outside the group), one
+ * allgather of uint64; off[0..p] (p + 1 entries, caller's) gets the offsets
+ * of the members' streams (member i = rank[i], NULL: rank i), *z a buffer
+ * of off[p] bytes (free it) with `mine` copied to member v's place (v < 0:
+ * not a member). Collective over c->comm. */
+int zmpi_rdb_layout(const zmpi_call *c, const void *mine, size_t len, int p, int v, const int *rank, size_t *off,
+                    unsigned char **z);
 
 #endif
