@@ -16,6 +16,8 @@
  *   ZMPI_MIN_BYTES      messages below this size are sent uncompressed (default 65536)
  *   ZMPI_THREADS        OpenMP threads per compression (default 1)
  *   ZMPI_CHUNK          elements per pipelined chunk (default 65536)
+ *   ZMPI_SCRATCH        bytes of working buffers a communicator keeps between
+ *                       calls (default 256M; 0: allocate and free per call)
  *   ZMPI_<COLL>_ALGORITHM  algorithm name per collective, e.g.
  *                       ZMPI_ALLREDUCE_ALGORITHM=ring (see ZMPI_Coll_algorithms)
  *
@@ -78,6 +80,7 @@ typedef struct ZMPI_Config {
     double comp_speed;     /* codec bytes/s, one thread; 0: built-in estimate (ZMPI_CODEC_SPEED=C[,D]) */
     double decomp_speed;
     double ratio;          /* expected compression ratio; 0: estimated from codec and bound (ZMPI_RATIO) */
+    size_t scratch_keep;   /* bytes of working buffers kept between calls (ZMPI_SCRATCH) */
 } ZMPI_Config;
 
 /* Statistics of a communicator (counters since its creation). */
@@ -91,6 +94,7 @@ typedef struct ZMPI_Stats {
     unsigned long long codec_errors;    /* codec failures handled by sending uncompressed */
     unsigned long long bytes_raw;       /* uncompressed bytes of compressed messages sent */
     unsigned long long bytes_sent;      /* compressed bytes sent for them */
+    unsigned long long scratch_bytes;   /* working buffers kept now (at most ZMPI_SCRATCH) */
 } ZMPI_Stats;
 
 /* Fills *cfg with the defaults from the environment. Returns MPI_SUCCESS, or

@@ -9,6 +9,7 @@
 #ifndef ZMPI_CORE_H
 #define ZMPI_CORE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 
@@ -16,6 +17,22 @@
 
 /* Size classes of the measured decisions: floor(log2(bytes)). */
 #define ZMPI_TUNE_CLASSES 48
+
+/* Scratch buffers kept by a communicator between calls (zmpi_scratch_get):
+ * a collective's multi-MiB working buffers would otherwise come from fresh
+ * pages on every call (glibc serves them with mmap and unmaps them on free),
+ * and touching fresh pages costs a page fault each — several ms per call at
+ * 16 MiB. At most ZMPI_SCRATCH_SLOTS buffers, at most cfg.scratch_keep
+ * bytes in all; requests beyond that are plain malloc/free. */
+#define ZMPI_SCRATCH_SLOTS 16
+#define ZMPI_SCRATCH_MIN ((size_t)65536) /* smaller requests: malloc (glibc's heap keeps them) */
+typedef struct zmpi_scratch {
+    pthread_mutex_t lock; /* point-to-point calls may run concurrently on one communicator */
+    void *ptr[ZMPI_SCRATCH_SLOTS];
+    size_t cap[ZMPI_SCRATCH_SLOTS];
+    unsigned char busy[ZMPI_SCRATCH_SLOTS];
+    size_t kept; /* sum of cap */
+} zmpi_scratch;
 
 /* State attached to a communicator (MPI attribute). */
 typedef struct zmpi_comm_state {
@@ -31,6 +48,7 @@ typedef struct zmpi_comm_state {
     unsigned char tune_zwarm[ZMPI_COLL_COUNT][ZMPI_TUNE_CLASSES]; /* compressed way run once, unmeasured */
     int tune_pending, tune_coll, tune_cls, tune_is_z;
     double tune_t0, tune_bytes;
+    zmpi_scratch scratch;
     atomic_ullong calls, compressed, fallback_type, fallback_small, fallback_config, fallback_model, codec_errors,
         bytes_raw, bytes_sent;
 } zmpi_comm_state;
@@ -113,5 +131,12 @@ void zmpi_stat_sent(zmpi_call *c, size_t raw, size_t sent);
 
 /* Scratch memory: malloc that reports MPI_ERR_NO_MEM. */
 int zmpi_alloc(size_t n, void *out_ptr);
+/* Scratch memory of a call, from its communicator's kept buffers when the
+ * request is large (see zmpi_scratch): returns MPI_SUCCESS or
+ * MPI_ERR_NO_MEM. Release with zmpi_scratch_put (NULL is fine), never free(). */
+int zmpi_scratch_get(const zmpi_call *c, size_t n, void *out_ptr);
+void zmpi_scratch_put(const zmpi_call *c, void *p);
+/* Frees the kept buffers (none may be in use). */
+void zmpi_scratch_release(zmpi_scratch *s);
 
 #endif

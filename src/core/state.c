@@ -29,7 +29,18 @@ static zmpi_comm_state *state_new(const ZMPI_Config *cfg, const char *env_error)
     s->cfg = *cfg;
     s->env_error = env_error;
     s->shadow = MPI_COMM_NULL; /* never inherited: each communicator makes its own */
+    if (pthread_mutex_init(&s->scratch.lock, NULL)) {
+        free(s);
+        return NULL;
+    }
     return s;
+}
+
+static void state_free(zmpi_comm_state *s)
+{
+    zmpi_scratch_release(&s->scratch);
+    pthread_mutex_destroy(&s->scratch.lock);
+    free(s);
 }
 
 static int copy_fn(MPI_Comm old, int key, void *extra, void *in, void *out, int *flag)
@@ -54,7 +65,7 @@ static int delete_fn(MPI_Comm comm, int key, void *val, void *extra)
     zmpi_comm_state *s = val;
     if (s->shadow != MPI_COMM_NULL)
         PMPI_Comm_free(&s->shadow);
-    free(s);
+    state_free(s);
     return MPI_SUCCESS;
 }
 
@@ -164,6 +175,7 @@ int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad)
     cfg->threads = 1;
     cfg->min_bytes = 65536;
     cfg->chunk = 65536;
+    cfg->scratch_keep = (size_t)256 << 20;
     const char *v = getenv("ZMPI_CODEC");
     if (v && *v) {
         int c = zmpi_codec_from_name(v);
@@ -207,6 +219,15 @@ int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad)
             cfg->threads = (int)sz;
     }
     double d;
+    v = getenv("ZMPI_SCRATCH"); /* bytes, with the units of rates (256M, 1G); 0 = keep nothing */
+    if (v && *v) {
+        if (!strcmp(v, "0"))
+            cfg->scratch_keep = 0;
+        else if (parse_unit(v, 'r', &d) && d < 1e18)
+            cfg->scratch_keep = (size_t)d;
+        else
+            b = b ? b : "ZMPI_SCRATCH";
+    }
     if (env_unit("ZMPI_NET_BW", 'r', &d, &b) == 1)
         cfg->net_bw = d;
     if (env_unit("ZMPI_NET_LAT", 't', &d, &b) == 1)
@@ -297,12 +318,9 @@ zmpi_comm_state *zmpi_state(MPI_Comm comm)
     zmpi_comm_state *s = state_new(&cfg, bad);
     if (!s)
         return NULL;
-    if (PMPI_Comm_size(comm, &s->size) != MPI_SUCCESS || PMPI_Comm_test_inter(comm, &s->inter) != MPI_SUCCESS) {
-        free(s);
-        return NULL;
-    }
-    if (PMPI_Comm_set_attr(comm, state_key, s) != MPI_SUCCESS) {
-        free(s);
+    if (PMPI_Comm_size(comm, &s->size) != MPI_SUCCESS || PMPI_Comm_test_inter(comm, &s->inter) != MPI_SUCCESS ||
+        PMPI_Comm_set_attr(comm, state_key, s) != MPI_SUCCESS) {
+        state_free(s);
         return NULL;
     }
     return s;
@@ -317,6 +335,7 @@ int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg)
         return MPI_ERR_COMM;
     s->cfg = *cfg;
     s->env_error = NULL;
+    zmpi_scratch_release(&s->scratch); /* the limit may have changed; kept again on demand */
     memset(s->tune_plain, 0, sizeof s->tune_plain); /* measurements belonged to the old settings */
     memset(s->tune_z, 0, sizeof s->tune_z);
     memset(s->tune_zwarm, 0, sizeof s->tune_zwarm);
@@ -351,5 +370,8 @@ int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *out)
     out->codec_errors = atomic_load(&s->codec_errors);
     out->bytes_raw = atomic_load(&s->bytes_raw);
     out->bytes_sent = atomic_load(&s->bytes_sent);
+    pthread_mutex_lock(&s->scratch.lock);
+    out->scratch_bytes = s->scratch.kept;
+    pthread_mutex_unlock(&s->scratch.lock);
     return MPI_SUCCESS;
 }

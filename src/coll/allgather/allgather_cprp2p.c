@@ -48,9 +48,9 @@ int zmpi_allgatherv_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, con
         size_t cap = zmpi_dm_cap(c, (size_t)recvcounts[i]);
         maxcap = cap > maxcap ? cap : maxcap;
     }
-    rc = zmpi_alloc(maxcap, &sz);
+    rc = zmpi_scratch_get(c, maxcap, &sz);
     if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc(maxcap, &rz);
+        rc = zmpi_scratch_get(c, maxcap, &rz);
     if (rc)
         goto fn_fail;
     for (int s = 0; s < size - 1; s++) {
@@ -74,8 +74,8 @@ int zmpi_allgatherv_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, con
     }
 fn_exit:
     zmpi_dm_reqs_free(&r);
-    free(sz);
-    free(rz);
+    zmpi_scratch_put(c, sz);
+    zmpi_scratch_put(c, rz);
     return rc;
 fn_fail:
     zmpi_dm_vrecv_drop(&in);

@@ -61,21 +61,21 @@ static int ag_prologue(ag_state *s, const void *sendbuf)
 
     if (sendbuf != MPI_IN_PLACE && n > 0)
         memcpy(own, sendbuf, n * c->es);
-    rc = zmpi_alloc(cap, &mine);
+    rc = zmpi_scratch_get(c, cap, &mine);
     if (rc == MPI_SUCCESS)
         rc = zmpi_dm_compress(c, own, n, mine, cap, &len);
     if (rc == MPI_SUCCESS)
         rc = zmpi_alloc(((size_t)size + 1) * sizeof *s->off, &s->off);
     if (rc == MPI_SUCCESS)
         rc = zmpi_rdb_layout(c, mine, len, size, rank, NULL, s->off, &s->z);
-    free(mine);
+    zmpi_scratch_put(c, mine);
     return rc;
 }
 
 static void ag_free(ag_state *s)
 {
     free(s->off);
-    free(s->z);
+    zmpi_scratch_put(s->c, s->z);
 }
 
 /* Decompresses foreign block b (the owner keeps its exact block). */

@@ -79,8 +79,8 @@ static int allgather_per_hop(zmpi_call *c, void *buf, const size_t *counts, cons
     }
 fn_exit:
     zmpi_xchg_free(&x);
-    zmpi_pieces_free(&pin);
-    zmpi_pieces_free(&pout);
+    zmpi_pieces_free(c, &pin);
+    zmpi_pieces_free(c, &pout);
     return rc;
 fn_fail:
     goto fn_exit;

@@ -134,7 +134,7 @@ int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
             goto fn_fail;
         /* phase 2: compress the own block once */
         size_t cap = zmpi_dm_cap(c, counts[v]);
-        rc = zmpi_alloc(cap ? cap : 1, &mine);
+        rc = zmpi_scratch_get(c, cap ? cap : 1, &mine);
         if (rc == MPI_SUCCESS)
             rc = zmpi_dm_compress(c, acc + displs[v] * es, counts[v], mine, cap, &mylen);
         if (rc)
@@ -170,8 +170,8 @@ fn_exit:
     free(displs);
     free(ranks);
     free(off);
-    free(z);
-    free(mine);
+    zmpi_scratch_put(c, z);
+    zmpi_scratch_put(c, mine);
     return rc;
 fn_fail:
     goto fn_exit;

@@ -108,7 +108,7 @@ static int allgather_once(zmpi_call *c, void *buf, const size_t *counts, const s
 fn_exit:
     zmpi_xchg_free(&x);
     for (int k = 0; z && k < n; k++)
-        zmpi_pieces_free(&z[k]);
+        zmpi_pieces_free(c, &z[k]);
     free(z);
     return rc;
 fn_fail:

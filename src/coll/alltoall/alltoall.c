@@ -71,7 +71,7 @@ static int run(zmpi_call *c, const void *sendbuf, const int *sendcounts, const i
             td[j] = (int)total;
             total += (size_t)tc[j];
         }
-        rc = zmpi_alloc(total * c->es, &tmp);
+        rc = zmpi_scratch_get(c, total * c->es, &tmp);
         for (int j = 0; rc == MPI_SUCCESS && j < size; j++)
             rc = zmpi_dm_copy_typed(c->comm, (const char *)sendbuf + (MPI_Aint)sdispls[j] * extent,
                                     sendcounts[j], sendtype, tmp + (size_t)td[j] * c->es, tc[j], c->type);
@@ -84,7 +84,7 @@ static int run(zmpi_call *c, const void *sendbuf, const int *sendcounts, const i
     rc = ((zmpi_alltoallv_fn)zmpi_coll_algo_get(ZMPI_COLL_ALLTOALL, c->algo)->fn)(
         c, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls);
 fn_exit:
-    free(tmp);
+    zmpi_scratch_put(c, tmp);
     free(tc);
     free(td);
     return rc;

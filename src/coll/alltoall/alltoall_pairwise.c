@@ -117,9 +117,9 @@ int zmpi_alltoallv_pairwise(zmpi_call *c, const void *sendbuf, const int *sendco
         total += zmpi_dm_cap(c, (size_t)sendcounts[j]);
         p.maxr = rcap > p.maxr ? rcap : p.maxr;
     }
-    rc = zmpi_alloc(total, &p.out);
+    rc = zmpi_scratch_get(c, total, &p.out);
     if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc(2 * p.maxr, &p.slot);
+        rc = zmpi_scratch_get(c, 2 * p.maxr, &p.slot);
     if (rc == MPI_SUCCESS)
         rc = zmpi_alloc((size_t)size * sizeof *p.ooff, &p.ooff);
     if (rc == MPI_SUCCESS)
@@ -159,8 +159,8 @@ fn_exit:
     free(p.lenbuf);
     free(p.olen);
     free(p.ooff);
-    free(p.slot);
-    free(p.out);
+    zmpi_scratch_put(c, p.slot);
+    zmpi_scratch_put(c, p.out);
     return rc;
 fn_fail:
     zmpi_dm_vrecv_drop(&p.in[0]);

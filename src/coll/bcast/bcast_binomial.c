@@ -41,7 +41,7 @@ int zmpi_bcast_binomial(zmpi_call *c, void *buf, size_t count, int root)
 
     if (count == 0 || size < 2)
         goto fn_exit;
-    rc = zmpi_alloc(cap, &z);
+    rc = zmpi_scratch_get(c, cap, &z);
     if (rc)
         goto fn_fail;
     if (v == 0) {
@@ -70,7 +70,7 @@ int zmpi_bcast_binomial(zmpi_call *c, void *buf, size_t count, int root)
     rc = drc;
 fn_exit:
     zmpi_dm_reqs_free(&r);
-    free(z);
+    zmpi_scratch_put(c, z);
     return rc;
 fn_fail:
     zmpi_dm_vrecv_drop(&in);

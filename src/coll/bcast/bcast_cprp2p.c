@@ -42,7 +42,7 @@ int zmpi_bcast_cprp2p(zmpi_call *c, void *buf, size_t count, int root)
 
     if (count == 0 || size < 2)
         goto fn_exit;
-    rc = zmpi_alloc(cap, &z);
+    rc = zmpi_scratch_get(c, cap, &z);
     if (rc)
         goto fn_fail;
     if (v != 0) {
@@ -71,7 +71,7 @@ int zmpi_bcast_cprp2p(zmpi_call *c, void *buf, size_t count, int root)
         goto fn_fail;
 fn_exit:
     zmpi_dm_reqs_free(&r);
-    free(z);
+    zmpi_scratch_put(c, z);
     return rc;
 fn_fail:
     zmpi_dm_vrecv_drop(&in);

@@ -54,7 +54,7 @@ int zmpi_bcast_pipelined(zmpi_call *c, void *buf, size_t count, int root)
     nchunks = count / chunk + (count % chunk != 0);
     capfull = zmpi_dm_cap(c, count < chunk ? count : chunk);
     total = (nchunks - 1) * capfull + zmpi_dm_cap(c, count - (nchunks - 1) * chunk);
-    rc = zmpi_alloc(total, &z);
+    rc = zmpi_scratch_get(c, total, &z);
     if (rc)
         goto fn_fail;
 
@@ -108,7 +108,7 @@ int zmpi_bcast_pipelined(zmpi_call *c, void *buf, size_t count, int root)
 fn_exit:
     for (int i = 0; i < WINDOW; i++)
         zmpi_dm_reqs_free(&sreq[i]);
-    free(z);
+    zmpi_scratch_put(c, z);
     return rc;
 fn_fail:
     for (int i = 0; i < WINDOW; i++)

@@ -81,7 +81,7 @@ int zmpi_bcast_scatter_allgather(zmpi_call *c, void *buf, size_t count, int root
         size_t cap = 0, pos = 0, off = 0;
         for (int i = 0; i < n; i++)
             cap += zmpi_block_max(c, base + ((size_t)i < extra));
-        rc = zmpi_alloc(cap, &z);
+        rc = zmpi_scratch_get(c, cap, &z);
         if (rc)
             goto fn_fail;
         for (int i = 0; i < n; i++) {
@@ -110,13 +110,13 @@ int zmpi_bcast_scatter_allgather(zmpi_call *c, void *buf, size_t count, int root
         total += sizes[i];
     }
     if (total > (uint64_t)INT_MAX) {
-        free(z);
+        zmpi_scratch_put(c, z);
         z = NULL;
         rc = zmpi_bcast_binomial(c, buf, count, root);
         goto fn_exit;
     }
     if (me != root) {
-        rc = zmpi_alloc((size_t)total, &z);
+        rc = zmpi_scratch_get(c, (size_t)total, &z);
         if (rc)
             goto fn_fail;
     }
@@ -146,7 +146,7 @@ int zmpi_bcast_scatter_allgather(zmpi_call *c, void *buf, size_t count, int root
         goto fn_fail;
     rc = drc;
 fn_exit:
-    free(z);
+    zmpi_scratch_put(c, z);
     free(sizes);
     free(cnt);
     free(dsp);

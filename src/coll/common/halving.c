@@ -51,12 +51,12 @@ int zmpi_reduce_exchange(zmpi_call *c, unsigned char *acc, size_t first, size_t 
 {
     zmpi_pieces pin = {0}, pout = {0};
     unsigned char *tmp = NULL;
-    int rc = zmpi_alloc(kcount * c->es, &tmp);
+    int rc = zmpi_scratch_get(c, kcount * c->es, &tmp);
     if (rc == MPI_SUCCESS)
         rc = exchange(c, acc, first, count, kfirst, kcount, peer, op, tag, &pout, &pin, tmp, corrupt);
-    zmpi_pieces_free(&pin);
-    zmpi_pieces_free(&pout);
-    free(tmp);
+    zmpi_pieces_free(c, &pin);
+    zmpi_pieces_free(c, &pout);
+    zmpi_scratch_put(c, tmp);
     return rc;
 }
 
@@ -69,7 +69,7 @@ int zmpi_halving_reduce_scatter(zmpi_call *c, unsigned char *acc, const size_t *
 
     /* scratch for the incoming pieces: the kept ranges nest, so the first is the largest */
     size_t maxkeep = (v & h) ? displs[p] - displs[h] : displs[h] - displs[0];
-    rc = zmpi_alloc(maxkeep * c->es, &tmp);
+    rc = zmpi_scratch_get(c, maxkeep * c->es, &tmp);
     if (rc)
         goto fn_exit;
     for (int d = p / 2; d >= 1; d /= 2) {
@@ -87,9 +87,9 @@ int zmpi_halving_reduce_scatter(zmpi_call *c, unsigned char *acc, const size_t *
         hi = khi;
     }
 fn_exit:
-    zmpi_pieces_free(&pin);
-    zmpi_pieces_free(&pout);
-    free(tmp);
+    zmpi_pieces_free(c, &pin);
+    zmpi_pieces_free(c, &pout);
+    zmpi_scratch_put(c, tmp);
     return rc;
 }
 
@@ -102,7 +102,7 @@ int zmpi_halving_reduce_scatter_copy(zmpi_call *c, const void *in, void *out, si
 
     rc = zmpi_alloc(((size_t)n + 1) * sizeof *dp, &dp);
     if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc(count * es, &acc);
+        rc = zmpi_scratch_get(c, count * es, &acc);
     if (rc)
         goto fn_exit;
     memcpy(dp, displs, (size_t)n * sizeof *dp);
@@ -113,6 +113,6 @@ int zmpi_halving_reduce_scatter_copy(zmpi_call *c, const void *in, void *out, si
         memcpy(out, acc + displs[r] * es, counts[r] * es);
 fn_exit:
     free(dp);
-    free(acc);
+    zmpi_scratch_put(c, acc);
     return rc;
 }

@@ -57,7 +57,7 @@ int zmpi_rdb_layout(const zmpi_call *c, const void *mine, size_t len, int p, int
         }
         off[i + 1] = off[i] + (size_t)l;
     }
-    rc = zmpi_alloc(off[p] ? off[p] : 1, z);
+    rc = zmpi_scratch_get(c, off[p] ? off[p] : 1, z);
     if (rc == MPI_SUCCESS && v >= 0 && len > 0)
         memcpy(*z + off[v], mine, len);
 fn_exit:

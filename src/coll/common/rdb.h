@@ -56,7 +56,7 @@ int zmpi_rdb_allgather(const zmpi_call *c, unsigned char *z, const size_t *off, 
  * the length of its own stream (len; 0 for a rank outside the group), one
  * allgather of uint64; off[0..p] (p + 1 entries, caller's) gets the offsets
  * of the members' streams (member i = rank[i], NULL: rank i), *z a buffer
- * of off[p] bytes (free it) with `mine` copied to member v's place (v < 0:
+ * of off[p] bytes (the call's scratch: zmpi_scratch_put) with `mine` copied to member v's place (v < 0:
  * not a member). Collective over c->comm. */
 int zmpi_rdb_layout(const zmpi_call *c, const void *mine, size_t len, int p, int v, const int *rank, size_t *off,
                     unsigned char **z);

@@ -59,12 +59,12 @@ int zmpi_pieces_layout(const zmpi_call *c, zmpi_pieces *p, size_t count)
         p->len[j] = -1;
     }
     if (total > p->cap) {
-        unsigned char *buf = NULL;
-        rc = zmpi_alloc(total, &buf);
+        zmpi_scratch_put(c, p->buf);
+        p->buf = NULL;
+        p->cap = 0;
+        rc = zmpi_scratch_get(c, total, &p->buf);
         if (rc)
             goto fn_fail;
-        free(p->buf);
-        p->buf = buf;
         p->cap = total;
     }
 fn_exit:
@@ -75,9 +75,9 @@ fn_fail:
     goto fn_exit;
 }
 
-void zmpi_pieces_free(zmpi_pieces *p)
+void zmpi_pieces_free(const zmpi_call *c, zmpi_pieces *p)
 {
-    free(p->buf);
+    zmpi_scratch_put(c, p->buf);
     free(p->slot);
     free(p->len);
     memset(p, 0, sizeof *p);

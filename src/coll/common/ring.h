@@ -43,9 +43,10 @@ typedef struct zmpi_pieces {
 } zmpi_pieces;
 
 /* Lays out p for a block of count elements (reusing its memory, growing it
- * if needed); every len becomes -1. A zeroed zmpi_pieces is a valid empty one. */
+ * if needed; the slots are the call's scratch memory); every len becomes -1. A
+ * zeroed zmpi_pieces is a valid empty one. */
 int zmpi_pieces_layout(const zmpi_call *c, zmpi_pieces *p, size_t count);
-void zmpi_pieces_free(zmpi_pieces *p);
+void zmpi_pieces_free(const zmpi_call *c, zmpi_pieces *p);
 /* Elements of piece j and its first element in the block. */
 size_t zmpi_pieces_count(const zmpi_pieces *p, size_t j);
 size_t zmpi_pieces_first(const zmpi_pieces *p, size_t j);

@@ -69,7 +69,7 @@ int zmpi_gatherv_binomial(zmpi_call *c, const void *sendbuf, int sendcount, void
     dir[0] = 0;
     if (v != 0) {
         cap_own = zmpi_dm_cap(c, (size_t)sendcount);
-        rc = zmpi_alloc(cap_own, &z);
+        rc = zmpi_scratch_get(c, cap_own, &z);
         if (rc == MPI_SUCCESS)
             rc = zmpi_dm_compress(c, sendbuf, (size_t)sendcount, z, cap_own, &len);
         if (rc)
@@ -142,7 +142,7 @@ fn_exit:
         zmpi_dm_reqs_free(&cr[k]);
     free(pre);
     free(dir);
-    free(z);
+    zmpi_scratch_put(c, z);
     return rc;
 fn_fail:
     goto fn_exit;

@@ -148,7 +148,7 @@ int zmpi_gatherv_cprp2p(zmpi_call *c, const void *sendbuf, int sendcount, void *
     dir[0] = 0;
     if (v != 0) {
         zcap = zmpi_dm_cap(c, (size_t)sendcount);
-        rc = zmpi_alloc(zcap, &z);
+        rc = zmpi_scratch_get(c, zcap, &z);
         if (rc == MPI_SUCCESS)
             rc = zmpi_dm_compress(c, sendbuf, (size_t)sendcount, z, zcap, &pos);
         if (rc)
@@ -173,7 +173,7 @@ int zmpi_gatherv_cprp2p(zmpi_call *c, const void *sendbuf, int sendcount, void *
         }
         pre[k + 1] = pre[k] + (size_t)dir[k];
     }
-    rc = zmpi_alloc(pre[sub], &zin);
+    rc = zmpi_scratch_get(c, pre[sub], &zin);
     if (rc)
         goto fn_fail;
     for (int k = 0; k < nchild; k++) {
@@ -242,8 +242,8 @@ fn_exit:
     free(pre);
     free(dir);
     free(tmp);
-    free(zin);
-    free(z);
+    zmpi_scratch_put(c, zin);
+    zmpi_scratch_put(c, z);
     return rc;
 fn_fail:
     goto fn_exit;

@@ -39,7 +39,7 @@ int zmpi_gatherv_linear(zmpi_call *c, const void *sendbuf, int sendcount, void *
         size_t n = (size_t)sendcount, cap = zmpi_dm_cap(c, n), len = 0;
         if (cap == 0)
             goto fn_exit;
-        rc = zmpi_alloc(cap, &z);
+        rc = zmpi_scratch_get(c, cap, &z);
         if (rc == MPI_SUCCESS)
             rc = zmpi_dm_compress(c, sendbuf, n, z, cap, &len);
         if (rc == MPI_SUCCESS)
@@ -56,7 +56,7 @@ int zmpi_gatherv_linear(zmpi_call *c, const void *sendbuf, int sendcount, void *
     for (int i = 0; i < size; i++)
         if (i != root)
             total += zmpi_dm_cap(c, (size_t)recvcounts[i]);
-    rc = zmpi_alloc(total, &z);
+    rc = zmpi_scratch_get(c, total, &z);
     if (rc == MPI_SUCCESS)
         rc = zmpi_alloc((size_t)size * sizeof *in, &in);
     if (rc)
@@ -91,7 +91,7 @@ int zmpi_gatherv_linear(zmpi_call *c, const void *sendbuf, int sendcount, void *
 fn_exit:
     zmpi_dm_reqs_free(&r);
     free(in);
-    free(z);
+    zmpi_scratch_put(c, z);
     return rc;
 fn_fail:
     for (int i = 0; in && i < size; i++)

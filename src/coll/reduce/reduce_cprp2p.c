@@ -112,7 +112,7 @@ int zmpi_reduce_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
             memcpy(recvbuf, in, count * es);
         acc = recvbuf;
     } else if (nchild > 0) {
-        rc = zmpi_alloc(count * es, &part);
+        rc = zmpi_scratch_get(c, count * es, &part);
         if (rc)
             goto fn_fail;
         memcpy(part, in, count * es);
@@ -121,7 +121,7 @@ int zmpi_reduce_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
     }
     if (nchild > 0) {
         npieces = pin[0].n;
-        rc = zmpi_alloc(zmpi_pieces_count(&pin[0], 0) * es, &tmp); /* the first piece is the longest */
+        rc = zmpi_scratch_get(c, zmpi_pieces_count(&pin[0], 0) * es, &tmp); /* the first piece is the longest */
         if (rc)
             goto fn_fail;
     }
@@ -170,13 +170,13 @@ int zmpi_reduce_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
     rc = corrupt;
 fn_exit:
     zmpi_xchg_free(&xout);
-    zmpi_pieces_free(&pout);
+    zmpi_pieces_free(c, &pout);
     for (int k = 0; k < MAXCHILD; k++) {
         zmpi_xchg_free(&xin[k]);
-        zmpi_pieces_free(&pin[k]);
+        zmpi_pieces_free(c, &pin[k]);
     }
-    free(tmp);
-    free(part);
+    zmpi_scratch_put(c, tmp);
+    zmpi_scratch_put(c, part);
     return rc;
 fn_fail:
     goto fn_exit;

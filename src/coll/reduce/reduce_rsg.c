@@ -86,7 +86,7 @@ fn_exit:
     for (int k = 0; x && k < n; k++)
         zmpi_xchg_free(&x[k]);
     for (int k = 0; z && k < n; k++)
-        zmpi_pieces_free(&z[k]);
+        zmpi_pieces_free(c, &z[k]);
     free(x);
     free(z);
     return rc;
@@ -123,7 +123,7 @@ static int gather_send(zmpi_call *c, const void *block, size_t count, int root, 
         goto fn_fail;
 fn_exit:
     zmpi_xchg_free(&x);
-    zmpi_pieces_free(&z);
+    zmpi_pieces_free(c, &z);
     return rc;
 fn_fail:
     goto fn_exit;
@@ -156,7 +156,7 @@ int zmpi_reduce_rsg(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t cou
     if (r == root) {
         own = (unsigned char *)recvbuf + displs[r] * es;
     } else {
-        rc = zmpi_alloc(counts[r] * es, &tmp);
+        rc = zmpi_scratch_get(c, counts[r] * es, &tmp);
         if (rc)
             goto fn_fail;
         own = tmp;
@@ -178,7 +178,7 @@ int zmpi_reduce_rsg(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t cou
 fn_exit:
     free(counts);
     free(displs);
-    free(tmp);
+    zmpi_scratch_put(c, tmp);
     return rc;
 fn_fail:
     goto fn_exit;

@@ -67,10 +67,10 @@ int zmpi_ring_reduce_scatter(zmpi_call *c, const void *in, void *out, const size
     }
     for (int b = 0; b < n; b++)
         maxc = counts[b] > maxc ? counts[b] : maxc;
-    rc = zmpi_alloc(maxc * es, &part);
+    rc = zmpi_scratch_get(c, maxc * es, &part);
     if (rc)
         goto fn_fail;
-    rc = zmpi_alloc(maxc * es, &inc);
+    rc = zmpi_scratch_get(c, maxc * es, &inc);
     if (rc)
         goto fn_fail;
     for (int s = 0; s < n - 1; s++) {
@@ -121,10 +121,10 @@ int zmpi_ring_reduce_scatter(zmpi_call *c, const void *in, void *out, const size
     memcpy(out, part, counts[r] * es);
 fn_exit:
     zmpi_xchg_free(&x);
-    zmpi_pieces_free(&pin);
-    zmpi_pieces_free(&pout);
-    free(part);
-    free(inc);
+    zmpi_pieces_free(c, &pin);
+    zmpi_pieces_free(c, &pout);
+    zmpi_scratch_put(c, part);
+    zmpi_scratch_put(c, inc);
     return rc;
 fn_fail:
     goto fn_exit;

@@ -47,7 +47,7 @@ static int root_side(zmpi_call *c, const void *sendbuf, const int *sendcounts, c
     for (int i = 0; i < size; i++)
         if (i != root)
             total += zmpi_dm_cap(c, (size_t)sendcounts[i]);
-    rc = zmpi_alloc(total, &z);
+    rc = zmpi_scratch_get(c, total, &z);
     if (rc == MPI_SUCCESS)
         rc = zmpi_alloc((size_t)size * sizeof *dir, &dir);
     if (rc)
@@ -89,7 +89,7 @@ static int root_side(zmpi_call *c, const void *sendbuf, const int *sendcounts, c
 fn_exit:
     zmpi_dm_reqs_free(&r);
     free(dir);
-    free(z);
+    zmpi_scratch_put(c, z);
     return rc;
 fn_fail:
     goto fn_exit;
@@ -121,7 +121,7 @@ int zmpi_scatterv_binomial(zmpi_call *c, const void *sendbuf, const int *sendcou
     if (rc == MPI_SUCCESS)
         rc = zmpi_dm_dir_total(dir, sub, &total);
     if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc(total, &z);
+        rc = zmpi_scratch_get(c, total, &z);
     if (rc == MPI_SUCCESS)
         rc = zmpi_dm_recv(c, z, total, parent, ZMPI_TAG_SCATTER);
     if (rc)
@@ -148,7 +148,7 @@ fn_exit:
     zmpi_dm_reqs_free(&r);
     free(pre);
     free(dir);
-    free(z);
+    zmpi_scratch_put(c, z);
     return rc;
 fn_fail:
     goto fn_exit;

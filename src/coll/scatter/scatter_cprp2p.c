@@ -160,7 +160,7 @@ int zmpi_scatterv_cprp2p(zmpi_call *c, const void *sendbuf, const int *sendcount
     if (rc == MPI_SUCCESS)
         rc = zmpi_dm_dir_total(dir, sub, &total);
     if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc(total, &zin);
+        rc = zmpi_scratch_get(c, total, &zin);
     if (rc == MPI_SUCCESS)
         rc = zmpi_dm_recv(c, zin, total, parent, ZMPI_TAG_SCATTER);
     if (rc)
@@ -185,9 +185,9 @@ int zmpi_scatterv_cprp2p(zmpi_call *c, const void *sendbuf, const int *sendcount
         }
         opre[k + 1] = opre[k] + w;
     }
-    rc = zmpi_alloc(opre[sub], &zout);
+    rc = zmpi_scratch_get(c, opre[sub], &zout);
     if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc(maxn * c->es, &tmp);
+        rc = zmpi_scratch_get(c, maxn * c->es, &tmp);
     if (rc)
         goto fn_fail;
     /* children v + m in sending order (largest subtree first): decompress
@@ -222,9 +222,9 @@ int zmpi_scatterv_cprp2p(zmpi_call *c, const void *sendbuf, const int *sendcount
     rc = drc ? drc : corrupt;
 fn_exit:
     zmpi_dm_reqs_free(&r);
-    free(tmp);
-    free(zout);
-    free(zin);
+    zmpi_scratch_put(c, tmp);
+    zmpi_scratch_put(c, zout);
+    zmpi_scratch_put(c, zin);
     free(opre);
     free(pre);
     free(cnt);

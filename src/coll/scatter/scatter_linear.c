@@ -38,7 +38,7 @@ int zmpi_scatterv_linear(zmpi_call *c, const void *sendbuf, const int *sendcount
         size_t cap = zmpi_dm_cap(c, (size_t)recvcount);
         if (cap == 0)
             goto fn_exit; /* nothing to receive */
-        rc = zmpi_alloc(cap, &z);
+        rc = zmpi_scratch_get(c, cap, &z);
         if (rc == MPI_SUCCESS)
             rc = zmpi_dm_vrecv_post(c, &in, z, cap, root, ZMPI_TAG_SCATTER);
         if (rc == MPI_SUCCESS)
@@ -55,7 +55,7 @@ int zmpi_scatterv_linear(zmpi_call *c, const void *sendbuf, const int *sendcount
     for (int i = 0; i < size; i++)
         if (i != root)
             total += zmpi_dm_cap(c, (size_t)sendcounts[i]);
-    rc = zmpi_alloc(total, &z);
+    rc = zmpi_scratch_get(c, total, &z);
     if (rc == MPI_SUCCESS)
         rc = zmpi_alloc((size_t)size * sizeof *lenbuf, &lenbuf);
     if (rc)
@@ -87,7 +87,7 @@ int zmpi_scatterv_linear(zmpi_call *c, const void *sendbuf, const int *sendcount
 fn_exit:
     zmpi_dm_reqs_free(&r);
     free(lenbuf);
-    free(z);
+    zmpi_scratch_put(c, z);
     return rc;
 fn_fail:
     zmpi_dm_vrecv_drop(&in);
