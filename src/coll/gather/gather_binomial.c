@@ -93,12 +93,14 @@ int zmpi_gatherv_binomial(zmpi_call *c, const void *sendbuf, int sendcount, void
         }
         pre[k + 1] = pre[k] + (size_t)dir[k];
     }
-    if (pre[sub] > cap_own) {
-        unsigned char *nz = realloc(z, pre[sub]);
-        if (!nz) {
-            rc = MPI_ERR_NO_MEM;
+    if (pre[sub] > cap_own) { /* grow: the own stream stays at the front */
+        unsigned char *nz = NULL;
+        rc = zmpi_scratch_get(c, pre[sub], &nz);
+        if (rc)
             goto fn_fail;
-        }
+        if (z && dir[0])
+            memcpy(nz, z, (size_t)dir[0]);
+        zmpi_scratch_put(c, z);
         z = nz;
     }
     for (int k = 0; k < nchild; k++) {

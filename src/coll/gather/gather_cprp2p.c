@@ -148,7 +148,7 @@ int zmpi_gatherv_cprp2p(zmpi_call *c, const void *sendbuf, int sendcount, void *
     dir[0] = 0;
     if (v != 0) {
         zcap = zmpi_dm_cap(c, (size_t)sendcount);
-        rc = zmpi_scratch_get(c, zcap, &z);
+        rc = zmpi_alloc(zcap, &z); /* grown with realloc: not scratch */
         if (rc == MPI_SUCCESS)
             rc = zmpi_dm_compress(c, sendbuf, (size_t)sendcount, z, zcap, &pos);
         if (rc)
@@ -243,7 +243,7 @@ fn_exit:
     free(dir);
     free(tmp);
     zmpi_scratch_put(c, zin);
-    zmpi_scratch_put(c, z);
+    free(z);
     return rc;
 fn_fail:
     goto fn_exit;
