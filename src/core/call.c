@@ -248,9 +248,11 @@ static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, z
     if (mp > 0 && mz > 0)
         return mz < mp; /* both measured: no model needed */
     int pays = zmpi_model(&st->cfg, coll, size, bytes, dt, &tp, &tz);
-    if (mp > 0)
+    if (mp > 0) {
         z = tz < mp; /* plain measured: try compression if the model says it can beat that */
-    else if (mz > 0)
+        if (!z)
+            return 0; /* plain stays, measured once: no more measuring */
+    } else if (mz > 0)
         z = 0;       /* compressed measured: measure plain */
     else
         z = pays;    /* nothing measured: the model's choice first */
