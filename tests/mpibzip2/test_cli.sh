@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# mpibzip2 end to end: output byte-identical to bzip2 (sha256) at 1-4 ranks x
+# 1-2 threads, -9 and -1; round trips; files made by bzip2 / pbzip2 / lbzip2
+# and concatenations; corrupt input (exit 2, nothing half-written left); the
+# file handling of bzip2 (-k -f -c -t, suffixes, existing output, unreadable
+# input, full disk).
+#   test_cli.sh MPIBZIP2 MPIEXEC
+set -uo pipefail
+bin=$1 mpiexec=${2:-mpiexec}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+d=$(mktemp -d /tmp/test-mpibzip2.XXXXXX)
+trap 'rm -rf "$d"' EXIT
+fails=0 checks=0
+ok() { checks=$((checks + 1)); }
+bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL: $*" >&2; }
+sha() { sha256sum | cut -d' ' -f1; }
+run() { # run R ARGS...: mpibzip2 on R ranks (oversubscribed on small machines)
+    local r=$1; shift
+    if [ "$r" = 0 ]; then "$bin" "$@"; else "$mpiexec" -n "$r" "$bin" "$@"; fi
+}
+
+# ---- inputs ----
+python3 - "$d" <<'EOF'
+import os, random, sys
+d = sys.argv[1]
+r = random.Random(7)
+def w(name, data):
+    open(os.path.join(d, name), "wb").write(data)
+w("empty", b"")
+w("one", b"x")
+w("runs", b"a" * 1000 + b"b" * 255 + b"c" * 256 + b"d" * 259 + bytes(range(256)) * 4 + b"z" * 3_000_000)
+# runs of 250..260 equal bytes everywhere: block boundaries (-1: 99981 RLE bytes) fall inside runs
+w("runs_cross", b"".join(bytes([r.randrange(4)]) * r.randrange(250, 261) for _ in range(12000)))
+# exactly one -1 block: 99981 bytes without runs, and one byte more
+w("one_block", bytes((i * 7 + i // 256) % 251 for i in range(99981)))
+w("one_block_plus", bytes((i * 7 + i // 256) % 251 for i in range(99982)))
+w("random", os.urandom(1_500_000))
+text = b""
+for root, _, files in os.walk("/usr/include"):
+    for f in sorted(files):
+        try:
+            text += open(os.path.join(root, f), "rb").read()
+        except OSError:
+            pass
+        if len(text) > 2_500_000:
+            break
+    if len(text) > 2_500_000:
+        break
+w("text", text[:2_500_000])
+EOF
+inputs="empty one runs runs_cross one_block one_block_plus random text"
+
+# ---- identical to bzip2 ----
+for lvl in 9 1; do
+    for f in $inputs; do
+        ref=$(bzip2 -"$lvl" -c "$d/$f" | sha)
+        for cfg in "0 1" "0 2" "1 1" "2 1" "2 2" "3 1" "4 2"; do
+            set -- $cfg
+            got=$(run "$1" -"$lvl" -c -n "$2" "$d/$f" | sha)
+            [ "$got" = "$ref" ] && ok || bad "$f -$lvl ranks $1 threads $2: output differs from bzip2"
+        done
+    done
+done
+
+# ---- round trips and decompression of other tools' files ----
+for f in $inputs; do
+    bzip2 -9 -c "$d/$f" > "$d/$f.ref.bz2"
+    for t in 1 2; do
+        got=$(run 0 -d -c -n "$t" "$d/$f.ref.bz2" | sha)
+        [ "$got" = "$(sha < "$d/$f")" ] && ok || bad "$f: decompressing bzip2's file with $t threads"
+    done
+done
+for tool in pbzip2 lbzip2; do
+    if command -v "$tool" >/dev/null; then
+        "$tool" -9 -c < "$d/text" > "$d/text.$tool.bz2"
+        got=$(run 0 -d -c -n 2 "$d/text.$tool.bz2" | sha)
+        [ "$got" = "$(sha < "$d/text")" ] && ok || bad "decompressing $tool's file"
+    else
+        bad "$tool is not installed (scripts/setup installs it)"
+    fi
+done
+cat "$d/text.ref.bz2" "$d/runs.ref.bz2" > "$d/cat.bz2"
+got=$(run 0 -d -c "$d/cat.bz2" | sha)
+[ "$got" = "$(cat "$d/text" "$d/runs" | sha)" ] && ok || bad "concatenated streams"
+
+# ---- corrupt input: exit 2, no output file, input kept ----
+cp "$d/text.ref.bz2" "$d/trunc.bz2"
+truncate -s $(( $(stat -c%s "$d/trunc.bz2") / 2 )) "$d/trunc.bz2"
+cp "$d/text.ref.bz2" "$d/flip.bz2"
+printf '\x55' | dd of="$d/flip.bz2" bs=1 seek=$(( $(stat -c%s "$d/flip.bz2") / 3 )) conv=notrunc status=none
+printf 'this is not bzip2 data\n' > "$d/plain.bz2"
+for f in trunc flip plain; do
+    run 0 -d -q "$d/$f.bz2" 2> "$d/err"; rc=$?
+    [ "$rc" = 2 ] && ok || bad "$f: exit $rc, want 2"
+    [ -e "$d/$f" ] && bad "$f: output file left behind" || ok
+    [ -e "$d/$f.bz2" ] && ok || bad "$f: input removed"
+    ls "$d" | grep -q mpibzip2- && bad "$f: temporary file left behind" || ok
+    run 0 -t "$d/$f.bz2" 2> /dev/null; rc=$?
+    [ "$rc" = 2 ] && ok || bad "$f: -t exit $rc, want 2"
+done
+# every byte written for a corrupt stream is right (a prefix of the original)
+n=$(run 0 -d -c "$d/flip.bz2" 2>/dev/null | wc -c)
+[ "$(run 0 -d -c "$d/flip.bz2" 2>/dev/null | sha)" = "$(head -c "$n" "$d/text" | sha)" ] && ok ||
+    bad "flip: bytes written are not a prefix of the original"
+
+# ---- file handling ----
+cp "$d/text" "$d/f1"
+run 0 "$d/f1" && [ -e "$d/f1.bz2" ] && [ ! -e "$d/f1" ] && ok || bad "compress: f1.bz2 made, f1 removed"
+run 0 -d "$d/f1.bz2" && [ -e "$d/f1" ] && [ ! -e "$d/f1.bz2" ] && cmp -s "$d/f1" "$d/text" && ok ||
+    bad "decompress: f1 back, f1.bz2 removed"
+run 0 -k "$d/f1" && [ -e "$d/f1" ] && [ -e "$d/f1.bz2" ] && ok || bad "-k keeps the input"
+run 0 -q "$d/f1" 2>/dev/null; rc=$?
+[ "$rc" = 1 ] && [ -e "$d/f1" ] && ok || bad "existing output without -f: exit $rc, want 1, input kept"
+run 0 -f "$d/f1" && [ ! -e "$d/f1" ] && ok || bad "-f overwrites"
+run 0 -q "$d/f1.bz2" 2>/dev/null; rc=$?
+[ "$rc" = 1 ] && ok || bad "compressing a .bz2 file: exit $rc, want 1"
+run 0 -q "$d/missing" 2>/dev/null; rc=$?
+[ "$rc" = 1 ] && ok || bad "missing input: exit $rc, want 1"
+cp "$d/f1.bz2" "$d/noext"
+run 0 -d -q "$d/noext" && cmp -s "$d/noext.out" "$d/text" && ok || bad "no suffix: decompressed to noext.out"
+run 0 -t "$d/f1.bz2" && [ -e "$d/f1.bz2" ] && ok || bad "-t on a good file"
+[ "$(run 0 -c < "$d/text" | sha)" = "$(bzip2 -c < "$d/text" | sha)" ] && ok || bad "stdin to stdout"
+[ "$(run 0 -d < "$d/f1.bz2" | sha)" = "$(sha < "$d/text")" ] && ok || bad "stdin to stdout, -d"
+if [ -w /dev/full ]; then
+    run 0 -c "$d/text" > /dev/full 2>/dev/null; rc=$?
+    [ "$rc" = 1 ] && ok || bad "full disk (stdout /dev/full): exit $rc, want 1"
+fi
+# a full disk while writing a file: 200 kB of random data (incompressible) on a 320 KiB tmpfs
+# in a private mount namespace (root only)
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+    mkdir -p "$d/small"
+    head -c 200000 "$d/random" > "$d/r200k"
+    unshare -m bash -c 'mount -t tmpfs -o size=320k none "$1" && cp "$2" "$1/f2" &&
+        { "$3" -q "$1/f2" 2>/dev/null; echo "rc=$?"; ls "$1"; }' _ "$d/small" "$d/r200k" "$bin" > "$d/full.out"
+    grep -q '^rc=1$' "$d/full.out" && grep -qx f2 "$d/full.out" && ! grep -q 'f2.bz2\|mpibzip2-' "$d/full.out" && ok ||
+        bad "full disk: want exit 1, input kept, no output or temporary file ($(tr '\n' ' ' < "$d/full.out"))"
+else
+    echo "test_cli: not root: the full-disk case (a tmpfs mount) is skipped" >&2
+fi
+
+echo "test_cli: $checks checks, $fails failures"
+[ "$fails" = 0 ]

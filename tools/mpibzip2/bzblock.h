@@ -1,0 +1,89 @@
+/*
+ * The pieces of a bzip2 stream that mpibzip2 builds in parallel and splices
+ * back together bit-exactly.
+ *
+ * A bzip2 stream is "BZh" + the level digit, then blocks, then the 48-bit
+ * end-of-stream magic 0x177245385090, the 32-bit combined CRC and zero bits
+ * up to a byte. Blocks start with the 48-bit magic 0x314159265359 and the
+ * block's CRC and are not byte-aligned. The compressor (libbz2) first
+ * run-length encodes its input (RLE1: runs of 4..255 equal bytes become the
+ * byte four times and a count byte) and closes a block as soon as its RLE1
+ * output reaches 100000 * level - 19 bytes; the run in progress at that
+ * moment is not written and carries into the next block. A block's content
+ * depends only on the RLE1 bytes it holds, so:
+ *
+ *   - bz_cutter runs the same RLE1 stage over the input and cuts where bzip2
+ *     cuts, producing each block's RLE1 bytes (at most ~900 kB, however long
+ *     the runs of the input were);
+ *   - bz_block_compress expands a block's RLE1 bytes back into input bytes
+ *     (they start at a run boundary), compresses them with libbz2 as a
+ *     stream of their own, and lifts the block's bits out of that stream;
+ *   - bz_writer writes the header, the blocks' bits one after the other and
+ *     the trailer with the combined CRC (rotate left by one, xor each block's
+ *     CRC), which is the stream bzip2 itself writes.
+ */
+#ifndef MPIBZIP2_BZBLOCK_H
+#define MPIBZIP2_BZBLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The first RLE1 stage of bzip2 and its block cuts. */
+typedef struct bz_cutter {
+    int level;          /* 1..9 */
+    uint32_t max;       /* 100000 * level - 19: the block closes at this many RLE1 bytes */
+    int ch, len;        /* run in progress (ch 256: none) */
+    uint32_t n;         /* RLE1 bytes of the current block */
+    unsigned char *out; /* the current block's RLE1 bytes (max + 8 bytes) */
+} bz_cutter;
+
+/* 0, or -1 if memory is short. */
+int bz_cutter_init(bz_cutter *c, int level);
+void bz_cutter_free(bz_cutter *c);
+/* Consumes input until the current block closes (*full = 1: take c->out[0,
+ * c->n), then call bz_cutter_next) or the input ends (*full = 0). Returns
+ * the bytes consumed. */
+size_t bz_cutter_feed(bz_cutter *c, const unsigned char *p, size_t n, int *full);
+/* Starts the next block (the run in progress carries over). */
+void bz_cutter_next(bz_cutter *c);
+/* End of input: writes the run in progress; the last block is c->out[0,
+ * c->n) if c->n > 0 (an empty input has no block). */
+void bz_cutter_finish(bz_cutter *c);
+
+/* Expands RLE1 bytes back into the input they encode. Returns the size, or
+ * (size_t)-1 if they are not valid RLE1 output (a count byte missing). */
+size_t bz_unrle_size(const unsigned char *rle, size_t n);
+
+/* A compressed block: its bits (MSB first, from bit 0 of bits), its CRC. */
+typedef struct bz_block {
+    unsigned char *bits;
+    uint64_t nbits;
+    uint32_t crc;
+    size_t cap;  /* bytes allocated for bits */
+} bz_block;
+
+/* Compresses one block given as RLE1 bytes (from bz_cutter) at the level,
+ * with libbz2's default work factor, as bzip2 does. Reuses b's memory.
+ * Returns 0, or a negative libbz2 error code / -100 (memory, or a stream of
+ * an unexpected shape). */
+int bz_block_compress(const unsigned char *rle, size_t n, int level, bz_block *b);
+void bz_block_free(bz_block *b);
+
+/* Writes one bzip2 stream to a FILE. */
+typedef struct bz_writer {
+    FILE *f;
+    unsigned char buf[65536]; /* whole bytes not yet handed to f (which may be unbuffered, e.g. stdout under MPI) */
+    size_t nbuf;
+    uint64_t acc;   /* pending bits, right-aligned */
+    int nacc;       /* how many */
+    uint32_t combined;
+    int error;      /* a write failed (errno kept from it) */
+} bz_writer;
+
+void bz_writer_begin(bz_writer *w, FILE *f, int level);
+void bz_writer_block(bz_writer *w, const bz_block *b);
+/* Writes the trailer and pads to a byte. Returns 0, or -1 if a write failed. */
+int bz_writer_end(bz_writer *w);
+
+#endif

@@ -1,0 +1,477 @@
+/*
+ * mpibzip2: a parallel bzip2 on MPI plus threads whose output is
+ * byte-identical to bzip2's (see bzblock.h for how).
+ *
+ *   mpibzip2 [-zdtckfvq] [-1..-9] [-n THREADS] [FILE...]
+ *   mpiexec -n R mpibzip2 ...      (rank 0 reads and writes; all ranks compress)
+ *
+ * Exit codes as bzip2: 0 fine, 1 environment (files, flags, I/O), 2 corrupt
+ * compressed input, 3 internal error. Output goes to a temporary name in the
+ * target's directory and is renamed into place only when complete.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <bzlib.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bzdecode.h"
+#include "bzpar.h"
+#include "mpi_work.h"
+
+#define VERSION "0.1.0"
+
+typedef struct opts {
+    char mode;      /* 'z' compress, 'd' decompress, 't' test */
+    int to_stdout, keep, force, verbose, quiet, level, threads;
+    char **files;
+    int nfiles;
+} opts;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "mpibzip2 " VERSION ": parallel bzip2 on MPI + threads, output identical to bzip2's\n"
+            "usage: [mpiexec -n R] mpibzip2 [flags] [files...]\n"
+            "  -z --compress    compress (default)      -d --decompress  decompress\n"
+            "  -t --test        test compressed files   -c --stdout      write to standard output\n"
+            "  -k --keep        keep input files        -f --force       overwrite existing output\n"
+            "  -v --verbose     per-file statistics     -q --quiet       no warnings, no progress bar\n"
+            "  -1 .. -9         block size 100k .. 900k (default -9; --fast = -1, --best = -9)\n"
+            "  -n N --threads=N compression/decompression threads per rank (default: cores online)\n"
+            "  -h --help, -V --version\n"
+            "Without files: standard input to standard output. Exit: 0 ok, 1 files/flags/I-O, 2 corrupt\n"
+            "input, 3 internal error.\n");
+}
+
+/* Parses argv into o. Returns 0, or 1 (bad usage, message printed if loud), or -1 (help/version done). */
+static int parse(int argc, char **argv, opts *o, int loud)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    memset(o, 0, sizeof *o);
+    o->mode = 'z';
+    o->level = 9;
+    o->threads = cores > 0 && cores < 4096 ? (int)cores : 1;
+    o->files = calloc((size_t)argc + 1, sizeof *o->files);
+    if (!o->files)
+        return 1;
+    int only_files = 0;
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (only_files || a[0] != '-' || !a[1]) {
+            o->files[o->nfiles++] = a;
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            only_files = 1;
+        } else if (a[1] == '-') {
+            const char *l = a + 2;
+            if (!strcmp(l, "compress"))
+                o->mode = 'z';
+            else if (!strcmp(l, "decompress"))
+                o->mode = 'd';
+            else if (!strcmp(l, "test"))
+                o->mode = 't';
+            else if (!strcmp(l, "stdout"))
+                o->to_stdout = 1;
+            else if (!strcmp(l, "keep"))
+                o->keep = 1;
+            else if (!strcmp(l, "force"))
+                o->force = 1;
+            else if (!strcmp(l, "verbose"))
+                o->verbose++;
+            else if (!strcmp(l, "quiet"))
+                o->quiet = 1;
+            else if (!strcmp(l, "fast"))
+                o->level = 1;
+            else if (!strcmp(l, "best"))
+                o->level = 9;
+            else if (!strncmp(l, "threads=", 8) && atoi(l + 8) > 0)
+                o->threads = atoi(l + 8);
+            else if (!strcmp(l, "help")) {
+                if (loud)
+                    usage(stdout);
+                return -1;
+            } else if (!strcmp(l, "version")) {
+                if (loud)
+                    printf("mpibzip2 " VERSION " (libbz2 %s)\n", BZ2_bzlibVersion());
+                return -1;
+            } else {
+                if (loud)
+                    fprintf(stderr, "mpibzip2: unknown option %s (mpibzip2 --help)\n", a);
+                return 1;
+            }
+        } else {
+            for (const char *p = a + 1; *p; p++) {
+                switch (*p) {
+                case 'z': o->mode = 'z'; break;
+                case 'd': o->mode = 'd'; break;
+                case 't': o->mode = 't'; break;
+                case 'c': o->to_stdout = 1; break;
+                case 'k': o->keep = 1; break;
+                case 'f': o->force = 1; break;
+                case 'v': o->verbose++; break;
+                case 'q': o->quiet = 1; break;
+                case 's': break; /* bzip2's "small" decompression mode: accepted, no effect */
+                case 'h':
+                    if (loud)
+                        usage(stdout);
+                    return -1;
+                case 'V':
+                    if (loud)
+                        printf("mpibzip2 " VERSION " (libbz2 %s)\n", BZ2_bzlibVersion());
+                    return -1;
+                case 'n': {
+                    const char *v = p[1] ? p + 1 : (i + 1 < argc ? argv[++i] : "");
+                    char *end;
+                    long n = strtol(v, &end, 10);
+                    if (*end || n < 1 || n > 4096) {
+                        if (loud)
+                            fprintf(stderr, "mpibzip2: -n needs a thread count from 1 to 4096, not '%s'\n", v);
+                        return 1;
+                    }
+                    o->threads = (int)n;
+                    goto next_arg; /* the rest of this argument was the count */
+                }
+                default:
+                    if (*p >= '1' && *p <= '9') {
+                        o->level = *p - '0';
+                        break;
+                    }
+                    if (loud)
+                        fprintf(stderr, "mpibzip2: unknown option -%c (mpibzip2 --help)\n", *p);
+                    return 1;
+                }
+            }
+        }
+    next_arg:;
+    }
+    return 0;
+}
+
+/* ---- progress bar on a terminal ---- */
+typedef struct progress {
+    int on;
+    const char *name;
+    uint64_t total; /* input size, 0 if unknown */
+    struct timespec t0, last;
+} progress;
+
+static double since(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
+}
+
+static void progress_cb(void *arg, uint64_t in, uint64_t out)
+{
+    progress *p = arg;
+    (void)out;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (since(&p->last, &now) < 0.2)
+        return;
+    p->last = now;
+    double dt = since(&p->t0, &now), mbs = dt > 0 ? (double)in / 1e6 / dt : 0;
+    if (p->total) {
+        double f = (double)in / (double)p->total, eta = f > 0 ? dt * (1 - f) / f : 0;
+        fprintf(stderr, "\r  %s: %5.1f%% %9.1f MB %7.1f MB/s ETA %d:%02d ", p->name, 100 * f, (double)in / 1e6, mbs,
+                (int)eta / 60, (int)eta % 60);
+    } else {
+        fprintf(stderr, "\r  %s: %9.1f MB %7.1f MB/s ", p->name, (double)in / 1e6, mbs);
+    }
+}
+
+static void progress_end(progress *p)
+{
+    if (p->on)
+        fprintf(stderr, "\r%*s\r", 70, "");
+}
+
+/* ---- files ---- */
+static int has_suffix(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a > b && !strcmp(s + a - b, suf);
+}
+
+/* Output name for decompressing `in` (malloc'd), as bzip2 names it. */
+static char *decompressed_name(const char *in, int *guessed)
+{
+    static const char *const from[] = {".bz2", ".bz", ".tbz2", ".tbz"}, *const to[] = {"", "", ".tar", ".tar"};
+    size_t l = strlen(in);
+    char *o = malloc(l + 5);
+    if (!o)
+        return NULL;
+    *guessed = 1;
+    for (int i = 0; i < 4; i++)
+        if (has_suffix(in, from[i])) {
+            memcpy(o, in, l - strlen(from[i]));
+            strcpy(o + l - strlen(from[i]), to[i]);
+            return o;
+        }
+    *guessed = 0;
+    snprintf(o, l + 5, "%s.out", in);
+    return o;
+}
+
+typedef struct world {
+    MPI_Comm comm;
+    int size;
+    int nremote;
+    mpibz_remote *remotes;
+    void **remote_args;
+} world;
+
+/* Runs one file (or stdin when name is NULL). Returns the exit code for it. */
+static int one(const opts *o, const world *w, const char *name)
+{
+    const char *shown = name ? name : "(stdin)";
+    char *outname = NULL, *tmpname = NULL, msg[512] = "";
+    int in_fd = 0, rc = 0, guessed = 1, tmp_fd = -1;
+    FILE *in = NULL, *out = NULL;
+    struct stat st;
+    uint64_t nin = 0, nout = 0;
+    progress pg = {0};
+
+    if (name) {
+        if (o->mode == 'z' && !o->to_stdout &&
+            (has_suffix(name, ".bz2") || has_suffix(name, ".bz") || has_suffix(name, ".tbz2") ||
+             has_suffix(name, ".tbz"))) {
+            if (!o->quiet)
+                fprintf(stderr, "mpibzip2: Input file %s already has a bzip2 suffix: unchanged.\n", name);
+            return 1;
+        }
+        in_fd = open(name, O_RDONLY);
+        if (in_fd < 0) {
+            fprintf(stderr, "mpibzip2: Can't open input file %s: %s.\n", name, strerror(errno));
+            return 1;
+        }
+        if (fstat(in_fd, &st) || !S_ISREG(st.st_mode)) {
+            fprintf(stderr, "mpibzip2: Input file %s is not a normal file.\n", name);
+            close(in_fd);
+            return 1;
+        }
+    } else if (fstat(0, &st)) {
+        memset(&st, 0, sizeof st);
+    }
+    if (o->mode != 't' && !o->to_stdout && name) {
+        outname = o->mode == 'z' ? malloc(strlen(name) + 5) : decompressed_name(name, &guessed);
+        if (!outname) {
+            rc = 1;
+            snprintf(msg, sizeof msg, "out of memory");
+            goto fail;
+        }
+        if (o->mode == 'z')
+            sprintf(outname, "%s.bz2", name);
+        else if (!guessed && !o->quiet)
+            fprintf(stderr, "mpibzip2: Can't guess original name for %s -- using %s\n", name, outname);
+        if (!o->force && access(outname, F_OK) == 0) {
+            fprintf(stderr, "mpibzip2: Output file %s already exists.\n", outname);
+            rc = 1;
+            goto done;
+        }
+        tmpname = malloc(strlen(outname) + 24);
+        if (!tmpname) {
+            rc = 1;
+            snprintf(msg, sizeof msg, "out of memory");
+            goto fail;
+        }
+        sprintf(tmpname, "%s.mpibzip2-XXXXXX", outname);
+        tmp_fd = mkstemp(tmpname);
+        if (tmp_fd < 0 || !(out = fdopen(tmp_fd, "wb"))) {
+            fprintf(stderr, "mpibzip2: Can't create output file %s: %s.\n", outname, strerror(errno));
+            if (tmp_fd >= 0) {
+                close(tmp_fd);
+                unlink(tmpname);
+            }
+            rc = 1;
+            goto done;
+        }
+    } else if (o->mode != 't') {
+        out = stdout;
+    }
+
+    pg.on = !o->quiet && isatty(2);
+    pg.name = shown;
+    pg.total = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+    clock_gettime(CLOCK_MONOTONIC, &pg.t0);
+    pg.last = pg.t0;
+    if (o->mode == 'z') {
+        bz_compress_opts co = {o->level, o->threads, pg.on ? progress_cb : NULL, &pg,
+                               w->nremote, w->nremote ? mpibz_remote_compress : NULL, w->remote_args};
+        rc = bz_compress(in_fd, out, &co, &nin, &nout, msg, sizeof msg);
+    } else {
+        in = fdopen(in_fd, "rb");
+        if (!in) {
+            rc = 1;
+            snprintf(msg, sizeof msg, "%s", strerror(errno));
+            goto fail;
+        }
+        bz_decode_opts dopt = {o->threads, o->mode == 't', pg.on ? progress_cb : NULL, &pg};
+        rc = bz_decompress(in, shown, o->mode == 't' ? NULL : out, &dopt, msg, sizeof msg);
+        if (rc == 0 && msg[0] && !o->quiet)
+            fprintf(stderr, "mpibzip2: %s\n", msg); /* a warning, e.g. trailing garbage */
+        if (rc == 0)
+            msg[0] = '\0';
+    }
+    progress_end(&pg);
+    if (rc)
+        goto fail;
+    if (out && out != stdout) {
+        if (name) {
+            struct timespec times[2] = {st.st_atim, st.st_mtim};
+            fchmod(tmp_fd, st.st_mode & 07777); /* best effort, as bzip2 */
+            futimens(tmp_fd, times);
+        }
+        if (fflush(out) || fsync(tmp_fd) || fclose(out)) {
+            out = NULL;
+            rc = 1;
+            snprintf(msg, sizeof msg, "write error: %s", strerror(errno));
+            goto fail;
+        }
+        out = NULL;
+        if (rename(tmpname, outname)) {
+            rc = 1;
+            snprintf(msg, sizeof msg, "can't rename to %s: %s", outname, strerror(errno));
+            goto fail;
+        }
+        free(tmpname);
+        tmpname = NULL;
+        if (!o->keep && name)
+            unlink(name);
+    } else if (out == stdout && fflush(stdout)) {
+        rc = 1;
+        snprintf(msg, sizeof msg, "write error: %s", strerror(errno));
+        goto fail;
+    }
+    if (o->verbose) {
+        if (o->mode == 'z' && nin > 0)
+            fprintf(stderr, "  %s: %6.3f:1, %6.3f bits/byte, %5.2f%% saved, %llu in, %llu out.\n", shown,
+                    (double)nin / (double)nout, 8.0 * (double)nout / (double)nin,
+                    100.0 * (1.0 - (double)nout / (double)nin), (unsigned long long)nin, (unsigned long long)nout);
+        else if (o->mode == 'z')
+            fprintf(stderr, "  %s: no data compressed.\n", shown);
+        else
+            fprintf(stderr, "  %s: %s\n", shown, o->mode == 't' ? "ok" : "done");
+    }
+    goto done;
+fail:
+    progress_end(&pg);
+    if (!strncmp(msg, shown, strlen(shown)) && msg[strlen(shown)] == ':')
+        fprintf(stderr, "mpibzip2: %s\n", msg); /* the decoder names the file itself */
+    else
+        fprintf(stderr, "mpibzip2: %s: %s\n", shown, msg[0] ? msg : "failed");
+    if (out && out != stdout)
+        fclose(out);
+    out = NULL;
+    if (tmpname)
+        unlink(tmpname);
+done:
+    free(tmpname);
+    free(outname);
+    if (in)
+        fclose(in);
+    else if (name && in_fd >= 0)
+        close(in_fd);
+    return rc;
+}
+
+static const char *level_name(int l)
+{
+    return l == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE"
+           : l == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED"
+           : l == MPI_THREAD_FUNNELED  ? "MPI_THREAD_FUNNELED"
+                                       : "MPI_THREAD_SINGLE";
+}
+
+int main(int argc, char **argv)
+{
+    int provided = MPI_THREAD_SINGLE, rank = 0, size = 1, rc = 0;
+    opts o;
+    world w = {MPI_COMM_NULL, 1, 0, NULL, NULL};
+
+    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, "mpibzip2: MPI_Init_thread failed\n");
+        return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_dup(MPI_COMM_WORLD, &w.comm);
+    int pr = parse(argc, argv, &o, rank == 0);
+    int remote_ok = size > 1 && provided == MPI_THREAD_MULTIPLE && pr == 0 && o.mode == 'z';
+    if (rank != 0) {
+        if (remote_ok)
+            rc = mpibz_worker(w.comm, o.threads);
+        goto out;
+    }
+    if (pr) {
+        rc = pr > 0 ? 1 : 0;
+        goto out;
+    }
+    if (size > 1 && !remote_ok && !o.quiet)
+        fprintf(stderr, "mpibzip2: %s; working on rank 0 only (%d ranks idle)\n",
+                o.mode != 'z' ? "decompression runs on rank 0's threads"
+                              : provided == MPI_THREAD_MULTIPLE ? "" : "MPI does not provide MPI_THREAD_MULTIPLE",
+                size - 1);
+    if (o.verbose > 1)
+        fprintf(stderr, "mpibzip2: %d ranks, %d threads per rank, MPI thread level %s\n", size, o.threads,
+                level_name(provided));
+    if (remote_ok) {
+        int *counts = calloc((size_t)size, sizeof *counts);
+        if (!counts || mpibz_thread_counts(w.comm, counts)) {
+            fprintf(stderr, "mpibzip2: MPI failed while starting the workers\n");
+            rc = 1;
+            free(counts);
+            goto out;
+        }
+        for (int r = 1; r < size; r++)
+            w.nremote += counts[r];
+        w.remotes = calloc((size_t)w.nremote + 1, sizeof *w.remotes);
+        w.remote_args = calloc((size_t)w.nremote + 1, sizeof *w.remote_args);
+        for (int r = 1, k = 0; w.remotes && w.remote_args && r < size; r++)
+            for (int t = 0; t < counts[r]; t++, k++) {
+                w.remotes[k] = (mpibz_remote){w.comm, r, MPIBZ_TAG + t};
+                w.remote_args[k] = &w.remotes[k];
+            }
+        free(counts);
+        if (!w.remotes || !w.remote_args) {
+            fprintf(stderr, "mpibzip2: out of memory\n");
+            rc = 1;
+            goto quit;
+        }
+    }
+    if (o.nfiles == 0) {
+        if (o.mode == 'z' && isatty(1)) {
+            fprintf(stderr, "mpibzip2: I won't write compressed data to a terminal (-h for help).\n");
+            rc = 1;
+        } else if (o.mode != 'z' && isatty(0)) {
+            fprintf(stderr, "mpibzip2: I won't read compressed data from a terminal (-h for help).\n");
+            rc = 1;
+        } else {
+            rc = one(&o, &w, NULL);
+        }
+    } else {
+        for (int i = 0; i < o.nfiles; i++) {
+            int r = one(&o, &w, o.files[i]);
+            rc = r > rc ? r : rc;
+        }
+    }
+quit:
+    for (int k = 0; k < w.nremote && w.remotes; k++)
+        mpibz_remote_quit(&w.remotes[k]);
+out:
+    free(w.remotes);
+    free(w.remote_args);
+    free(o.files);
+    MPI_Comm_free(&w.comm);
+    MPI_Finalize();
+    return rc;
+}
