@@ -113,27 +113,6 @@ static size_t unrle_some(unrle *u, unsigned char *dst, size_t cap)
     return o;
 }
 
-size_t bz_unrle_size(const unsigned char *rle, size_t n)
-{
-    size_t total = 0;
-    int last = 256, same = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (same == 4) {
-            total += rle[i];
-            same = 0;
-            continue;
-        }
-        if (rle[i] == last) {
-            same++;
-        } else {
-            last = rle[i];
-            same = 1;
-        }
-        total++;
-    }
-    return same == 4 ? (size_t)-1 : total;
-}
-
 static uint64_t get_bits(const unsigned char *p, uint64_t at, int k)
 {
     uint64_t v = 0;

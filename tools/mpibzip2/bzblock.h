@@ -51,10 +51,6 @@ void bz_cutter_next(bz_cutter *c);
  * c->n) if c->n > 0 (an empty input has no block). */
 void bz_cutter_finish(bz_cutter *c);
 
-/* Expands RLE1 bytes back into the input they encode. Returns the size, or
- * (size_t)-1 if they are not valid RLE1 output (a count byte missing). */
-size_t bz_unrle_size(const unsigned char *rle, size_t n);
-
 /* A compressed block: its bits (MSB first, from bit 0 of bits), its CRC. */
 typedef struct bz_block {
     unsigned char *bits;

@@ -202,29 +202,38 @@ static int has_suffix(const char *s, const char *suf)
     return a > b && !strcmp(s + a - b, suf);
 }
 
+/* bzip2's suffixes and what decompression turns them into. */
+static const char *const bz_suffix[] = {".bz2", ".bz", ".tbz2", ".tbz"}, *const bz_plain[] = {"", "", ".tar", ".tar"};
+
+/* Index of in's bzip2 suffix, or -1. */
+static int which_suffix(const char *in)
+{
+    for (int i = 0; i < 4; i++)
+        if (has_suffix(in, bz_suffix[i]))
+            return i;
+    return -1;
+}
+
 /* Output name for decompressing `in` (malloc'd), as bzip2 names it. */
 static char *decompressed_name(const char *in, int *guessed)
 {
-    static const char *const from[] = {".bz2", ".bz", ".tbz2", ".tbz"}, *const to[] = {"", "", ".tar", ".tar"};
     size_t l = strlen(in);
+    int i = which_suffix(in);
     char *o = malloc(l + 5);
     if (!o)
         return NULL;
-    *guessed = 1;
-    for (int i = 0; i < 4; i++)
-        if (has_suffix(in, from[i])) {
-            memcpy(o, in, l - strlen(from[i]));
-            strcpy(o + l - strlen(from[i]), to[i]);
-            return o;
-        }
-    *guessed = 0;
+    *guessed = i >= 0;
+    if (i >= 0) {
+        memcpy(o, in, l - strlen(bz_suffix[i]));
+        strcpy(o + l - strlen(bz_suffix[i]), bz_plain[i]);
+        return o;
+    }
     snprintf(o, l + 5, "%s.out", in);
     return o;
 }
 
 typedef struct world {
     MPI_Comm comm;
-    int size;
     int nremote;
     mpibz_remote *remotes;
     void **remote_args;
@@ -242,9 +251,7 @@ static int one(const opts *o, const world *w, const char *name)
     progress pg = {0};
 
     if (name) {
-        if (o->mode == 'z' && !o->to_stdout &&
-            (has_suffix(name, ".bz2") || has_suffix(name, ".bz") || has_suffix(name, ".tbz2") ||
-             has_suffix(name, ".tbz"))) {
+        if (o->mode == 'z' && !o->to_stdout && which_suffix(name) >= 0) {
             if (!o->quiet)
                 fprintf(stderr, "mpibzip2: Input file %s already has a bzip2 suffix: unchanged.\n", name);
             return 1;
@@ -396,7 +403,7 @@ int main(int argc, char **argv)
 {
     int provided = MPI_THREAD_SINGLE, rank = 0, size = 1, rc = 0;
     opts o;
-    world w = {MPI_COMM_NULL, 1, 0, NULL, NULL};
+    world w = {MPI_COMM_NULL, 0, NULL, NULL};
 
     if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
         fprintf(stderr, "mpibzip2: MPI_Init_thread failed\n");

@@ -10,6 +10,11 @@
 int zmpi_reduce_scatter_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
                              MPI_Op op);
 int zmpi_reduce_scatter_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Op op);
+/* Both: the blocks laid out from recvcounts, the bound set for N - 1 merges,
+ * then the ring kernel, or recursive halving (halving != 0, a power-of-two
+ * number of ranks). */
+int zmpi_reduce_scatter_run(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Op op,
+                            int halving);
 
 /* The ring kernel (reduce_scatter_ring.c): reduces block b (counts[b]
  * elements at element displacement displs[b] of every rank's input vector

@@ -16,47 +16,10 @@
  * log2 N per rank instead of N - 1, and the big early halves hold the
  * partials of few ranks (narrow ranges, good ratios).
  */
-#include <stdlib.h>
-#include <string.h>
-
-#include "coll/common/halving.h"
 #include "coll/common/rdb.h"
-#include "coll/common/ring.h"
 #include "coll/reduce_scatter/reduce_scatter.h"
 
 int zmpi_reduce_scatter_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Op op)
 {
-    int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size;
-    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    size_t *counts = NULL, *displs = NULL, total = 0;
-
-    if (!zmpi_is_pow2(n))
-        return zmpi_reduce_scatter_ring(c, sendbuf, recvbuf, recvcounts, op);
-    rc = zmpi_alloc((size_t)n * sizeof *counts, &counts);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)n * sizeof *displs, &displs);
-    if (rc)
-        goto fn_exit;
-    for (int b = 0; b < n; b++) {
-        counts[b] = (size_t)recvcounts[b];
-        displs[b] = total;
-        total += counts[b];
-    }
-    if (total == 0)
-        goto fn_exit;
-    if (n == 1) {
-        if (in != recvbuf)
-            memmove(recvbuf, in, total * c->es);
-        goto fn_exit;
-    }
-    rc = zmpi_call_bound(c, (double)(n - 1), in, total);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_halving_reduce_scatter_copy(c, in, recvbuf, total, counts, displs, op, ZMPI_TAG_REDUCE_SCATTER,
-                                              &corrupt);
-    if (rc == MPI_SUCCESS)
-        rc = corrupt;
-fn_exit:
-    free(counts);
-    free(displs);
-    return rc;
+    return zmpi_reduce_scatter_run(c, sendbuf, recvbuf, recvcounts, op, zmpi_is_pow2(c->size));
 }

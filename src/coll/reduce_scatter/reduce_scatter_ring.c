@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/common/halving.h"
 #include "coll/common/ring.h"
 #include "coll/reduce_scatter/reduce_scatter.h"
 
@@ -130,8 +131,8 @@ fn_fail:
     goto fn_exit;
 }
 
-int zmpi_reduce_scatter_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
-                             MPI_Op op)
+int zmpi_reduce_scatter_run(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Op op,
+                            int halving)
 {
     int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
@@ -158,7 +159,11 @@ int zmpi_reduce_scatter_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, c
     rc = zmpi_call_bound(c, (double)(n - 1), in, total);
     if (rc)
         goto fn_fail;
-    rc = zmpi_ring_reduce_scatter(c, in, recvbuf, counts, displs, op, ZMPI_TAG_REDUCE_SCATTER, &corrupt);
+    if (halving)
+        rc = zmpi_halving_reduce_scatter_copy(c, in, recvbuf, total, counts, displs, op, ZMPI_TAG_REDUCE_SCATTER,
+                                              &corrupt);
+    else
+        rc = zmpi_ring_reduce_scatter(c, in, recvbuf, counts, displs, op, ZMPI_TAG_REDUCE_SCATTER, &corrupt);
     if (rc)
         goto fn_fail;
     rc = corrupt;
@@ -168,4 +173,10 @@ fn_exit:
     return rc;
 fn_fail:
     goto fn_exit;
+}
+
+int zmpi_reduce_scatter_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
+                             MPI_Op op)
+{
+    return zmpi_reduce_scatter_run(c, sendbuf, recvbuf, recvcounts, op, 0);
 }
