@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # mpibzip2 end to end: output byte-identical to bzip2 (sha256) at 1-4 ranks x
-# 1-2 threads, -9 and -1; round trips; files made by bzip2 / pbzip2 / lbzip2
+# 1-2 threads, -9 and -1, at every MPI thread level and single-threaded; round trips; files made by bzip2 / pbzip2 / lbzip2
 # and concatenations; corrupt input (exit 2, nothing half-written left); the
 # file handling of bzip2 (-k -f -c -t, suffixes, existing output, unreadable
 # input, full disk).
@@ -61,6 +61,24 @@ for lvl in 9 1; do
         done
     done
 done
+
+# ---- every MPI thread level, and the single-threaded master (no threads anywhere) ----
+for f in runs_cross text; do
+    ref=$(bzip2 -9 -c "$d/$f" | sha)
+    for lv in serialized funneled single; do
+        for cfg in "1 2" "2 2" "3 1"; do
+            set -- $cfg
+            got=$(run "$1" --thread-level=$lv -c -n "$2" "$d/$f" | sha)
+            [ "$got" = "$ref" ] && ok || bad "$f --thread-level=$lv ranks $1 threads $2: output differs from bzip2"
+        done
+    done
+    for r in 0 2 4; do
+        got=$(run "$r" --single-threaded -c "$d/$f" | sha)
+        [ "$got" = "$ref" ] && ok || bad "$f --single-threaded ranks $r: output differs from bzip2"
+    done
+done
+run 2 --single-threaded -vv -c "$d/one" 2>&1 >/dev/null | grep -q "single-threaded master" && ok ||
+    bad "-vv does not name the single-threaded master"
 
 # ---- round trips and decompression of other tools' files ----
 for f in $inputs; do

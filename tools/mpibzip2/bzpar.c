@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bzblock.h"
@@ -22,7 +23,7 @@ typedef struct slot {
     int rc;
 } slot;
 
-typedef struct job {
+struct bz_job {
     pthread_mutex_t mu;
     pthread_cond_t cv_free, cv_todo, cv_done;
     slot *s;
@@ -35,7 +36,10 @@ typedef struct job {
     const bz_compress_opts *o;
     bz_cutter cut;
     uint64_t in_bytes;
-} job;
+    unsigned char *buf; /* read buffer, and its unconsumed part [off, len) */
+    size_t cap, off, len;
+};
+typedef struct bz_job job;
 
 static void fail(job *j, int code, const char *what, int e)
 {
@@ -93,54 +97,108 @@ static int emit(job *j)
     return 0;
 }
 
-static void *reader(void *arg)
+/* Reads and cuts until one block went to a slot (1) or the input ended
+ * (0: the last block, if any, went to a slot and eof is set); -1 if stopped
+ * or failed. */
+static int read_step(job *j)
 {
-    job *j = arg;
-    size_t cap = (size_t)1 << 20;
-    unsigned char *buf = malloc(cap);
-    if (!buf) {
-        fail(j, 1, "out of memory", 0);
-        return NULL;
-    }
     for (;;) {
-        ssize_t r = read(j->fd, buf, cap);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            fail(j, 1, "read error", errno);
-            goto done;
-        }
-        if (r == 0)
-            break;
-        size_t off = 0;
-        while (off < (size_t)r) {
-            int full;
-            size_t k = bz_cutter_feed(&j->cut, buf + off, (size_t)r - off, &full);
-            off += k;
-            j->in_bytes += k;
-            if (full) {
-                if (emit(j))
-                    goto done;
-                bz_cutter_next(&j->cut);
+        if (j->off == j->len) {
+            ssize_t r = read(j->fd, j->buf, j->cap);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0) {
+                fail(j, 1, "read error", errno);
+                return -1;
             }
+            if (r == 0)
+                break;
+            j->off = 0;
+            j->len = (size_t)r;
         }
-        pthread_mutex_lock(&j->mu);
-        int stop = j->stop;
-        pthread_mutex_unlock(&j->mu);
-        if (stop)
-            goto done;
+        int full;
+        size_t k = bz_cutter_feed(&j->cut, j->buf + j->off, j->len - j->off, &full);
+        j->off += k;
+        j->in_bytes += k;
+        if (full) {
+            if (emit(j))
+                return -1;
+            bz_cutter_next(&j->cut);
+            return 1;
+        }
     }
     bz_cutter_finish(&j->cut);
     if (j->cut.n > 0 && emit(j))
-        goto done;
+        return -1;
     pthread_mutex_lock(&j->mu);
     j->eof = 1;
     pthread_cond_broadcast(&j->cv_todo);
     pthread_cond_broadcast(&j->cv_done);
     pthread_mutex_unlock(&j->mu);
-done:
-    free(buf);
+    return 0;
+}
+
+static void *reader(void *arg)
+{
+    job *j = arg;
+    while (read_step(j) == 1) {
+        pthread_mutex_lock(&j->mu);
+        int stop = j->stop;
+        pthread_mutex_unlock(&j->mu);
+        if (stop)
+            break;
+    }
     return NULL;
+}
+
+/* The oldest filled slot (mu held), or NULL. */
+static slot *oldest_filled(job *j)
+{
+    slot *s = NULL;
+    for (int i = 0; i < j->ns; i++)
+        if (j->s[i].state == S_FILLED && (!s || j->s[i].seq < s->seq))
+            s = &j->s[i];
+    return s;
+}
+
+int bz_take(bz_job *j, const unsigned char **rle, size_t *n)
+{
+    pthread_mutex_lock(&j->mu);
+    for (;;) {
+        slot *s = oldest_filled(j);
+        if (s) {
+            s->state = S_BUSY;
+            pthread_mutex_unlock(&j->mu);
+            *rle = s->rle;
+            *n = s->n;
+            return (int)(s - j->s);
+        }
+        if (j->stop || j->eof) {
+            pthread_mutex_unlock(&j->mu);
+            return -2;
+        }
+        int free_slot = 0;
+        for (int i = 0; i < j->ns && !free_slot; i++)
+            free_slot = j->s[i].state == S_FREE;
+        pthread_mutex_unlock(&j->mu);
+        if (!j->o->no_threads || !free_slot || read_step(j) < 0)
+            return -1;
+        pthread_mutex_lock(&j->mu);
+    }
+}
+
+bz_block *bz_out(bz_job *j, int h)
+{
+    return &j->s[h].blk;
+}
+
+void bz_put(bz_job *j, int h, int rc)
+{
+    pthread_mutex_lock(&j->mu);
+    j->s[h].rc = rc;
+    j->s[h].state = S_DONE;
+    pthread_cond_broadcast(&j->cv_done);
+    pthread_mutex_unlock(&j->mu);
 }
 
 typedef struct worker {
@@ -154,10 +212,7 @@ static void *compressor(void *arg)
     job *j = wk->j;
     pthread_mutex_lock(&j->mu);
     for (;;) {
-        slot *s = NULL;
-        for (int i = 0; i < j->ns; i++)
-            if (j->s[i].state == S_FILLED && (!s || j->s[i].seq < s->seq))
-                s = &j->s[i];
+        slot *s = oldest_filled(j);
         if (!s) {
             if (j->stop || j->eof)
                 break;
@@ -183,30 +238,35 @@ int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_to
     job j;
     pthread_t rd, *cw = NULL;
     worker *wk = NULL;
-    int nthreads = 0, have_reader = 0, total = o->threads + (o->remote ? o->nremote : 0);
+    /* threads compressing here, plus proxies of remote compressors */
+    int nthreads = 0, have_reader = 0, total = o->no_threads ? 0 : o->threads + (o->remote ? o->nremote : 0);
+    int inline_compress = o->no_threads && (o->threads > 0 || !o->pump);
+    long nap_ns = 20000;
     uint64_t out_bits = 32;
     bz_writer w;
 
     memset(&j, 0, sizeof j);
     j.fd = in_fd;
     j.o = o;
-    j.ns = total * 2 + 2;
+    j.ns = (o->threads + o->nremote) * 2 + 2;
     pthread_mutex_init(&j.mu, NULL);
     pthread_cond_init(&j.cv_free, NULL);
     pthread_cond_init(&j.cv_todo, NULL);
     pthread_cond_init(&j.cv_done, NULL);
     j.s = calloc((size_t)j.ns, sizeof *j.s);
-    cw = calloc((size_t)total, sizeof *cw);
-    wk = calloc((size_t)total, sizeof *wk);
-    if (!j.s || !cw || !wk || bz_cutter_init(&j.cut, o->level)) {
+    cw = calloc((size_t)total + 1, sizeof *cw);
+    wk = calloc((size_t)total + 1, sizeof *wk);
+    j.cap = (size_t)1 << 20;
+    j.buf = malloc(j.cap);
+    if (!j.s || !cw || !wk || !j.buf || bz_cutter_init(&j.cut, o->level)) {
         fail(&j, 1, "out of memory", 0);
         goto out;
     }
-    if (pthread_create(&rd, NULL, reader, &j)) {
+    if (!o->no_threads && pthread_create(&rd, NULL, reader, &j)) {
         fail(&j, 1, "cannot start a thread", 0);
         goto out;
     }
-    have_reader = 1;
+    have_reader = !o->no_threads;
     for (; nthreads < total; nthreads++) {
         wk[nthreads].j = &j;
         wk[nthreads].remote = nthreads < o->threads ? -1 : nthreads - o->threads;
@@ -227,7 +287,41 @@ int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_to
         if (!s) {
             if (j.stop || (j.eof && j.nwritten == j.nread))
                 break;
-            pthread_cond_wait(&j.cv_done, &j.mu);
+            if (o->no_threads) {
+                pthread_mutex_unlock(&j.mu);
+                const unsigned char *rle;
+                size_t n;
+                int h, p = 0;
+                if (inline_compress && (h = bz_take(&j, &rle, &n)) >= 0)
+                    bz_put(&j, h, bz_block_compress(rle, n, o->level, bz_out(&j, h)));
+                else if (o->pump)
+                    p = o->pump(o->pump_arg, &j, 1);
+                if (p < 0)
+                    fail(&j, 1, "lost a worker", 0);
+                pthread_mutex_lock(&j.mu);
+            } else if (o->pump) {
+                pthread_mutex_unlock(&j.mu);
+                int p = o->pump(o->pump_arg, &j, 0);
+                if (p < 0)
+                    fail(&j, 1, "lost a worker", 0);
+                pthread_mutex_lock(&j.mu);
+                if (p > 0) {
+                    nap_ns = 20000;
+                } else { /* nothing moved: wait for a local block or a short while */
+                    struct timespec t;
+                    clock_gettime(CLOCK_REALTIME, &t);
+                    t.tv_nsec += nap_ns;
+                    if (t.tv_nsec >= 1000000000L) {
+                        t.tv_sec++;
+                        t.tv_nsec -= 1000000000L;
+                    }
+                    pthread_cond_timedwait(&j.cv_done, &j.mu, &t);
+                    if (nap_ns < 1000000)
+                        nap_ns *= 2;
+                }
+            } else {
+                pthread_cond_wait(&j.cv_done, &j.mu);
+            }
             continue;
         }
         pthread_mutex_unlock(&j.mu);
@@ -270,6 +364,7 @@ out:
         bz_block_free(&j.s[i].blk);
     }
     free(j.s);
+    free(j.buf);
     free(cw);
     free(wk);
     bz_cutter_free(&j.cut);

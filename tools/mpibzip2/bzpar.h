@@ -14,6 +14,8 @@
 
 #include "bzblock.h"
 
+struct bz_job;
+
 typedef struct bz_compress_opts {
     int level;   /* 1..9 */
     int threads; /* compression threads (>= 1) */
@@ -28,7 +30,31 @@ typedef struct bz_compress_opts {
     int nremote;
     int (*remote)(void *arg, const unsigned char *rle, size_t n, int level, bz_block *out);
     void **remote_arg;
+    /* Remote compressors driven by the writing thread itself (MPI thread
+     * levels below MULTIPLE): the writing loop calls pump(pump_arg, job,
+     * may_block) whenever it has nothing to write; pump moves blocks with
+     * bz_take / bz_put and returns > 0 if it did something, 0 if not, < 0 if
+     * its transport failed. may_block: no thread of this call can make
+     * progress meanwhile, so pump may wait for its transport. */
+    int (*pump)(void *arg, struct bz_job *j, int may_block);
+    void *pump_arg;
+    /* No threads at all: the calling thread reads and cuts blocks on demand
+     * (inside bz_take), compresses `threads` (0 or 1) blocks at a time
+     * itself, and writes. */
+    int no_threads;
 } bz_compress_opts;
+
+/* The state of one bz_compress call, for pump. */
+typedef struct bz_job bz_job;
+/* Takes the oldest block waiting for compression (in no_threads mode,
+ * reading and cutting it first). Returns a handle >= 0 with *rle / *n set,
+ * -1 if none is waiting now, -2 if none will come (input done or stopped). */
+int bz_take(bz_job *j, const unsigned char **rle, size_t *n);
+/* Where the compressed block of handle h goes. */
+bz_block *bz_out(bz_job *j, int h);
+/* Hands block h back: rc as from bz_block_compress (0 when *bz_out(j, h)
+ * holds its bits), -200 if the transport lost it. */
+void bz_put(bz_job *j, int h, int rc);
 
 /* Compresses everything read from in_fd (until EOF) into one bzip2 stream
  * on out, byte-identical to `bzip2 -<level>`. Returns 0, 1 (I/O error or

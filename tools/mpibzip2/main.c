@@ -32,6 +32,7 @@
 typedef struct opts {
     char mode;      /* 'z' compress, 'd' decompress, 't' test */
     int to_stdout, keep, force, verbose, quiet, level, threads;
+    int single;     /* --single-threaded: no threads on any rank (SMPI; forced by MPI_THREAD_SINGLE) */
     char **files;
     int nfiles;
 } opts;
@@ -47,9 +48,23 @@ static void usage(FILE *f)
             "  -v --verbose     per-file statistics     -q --quiet       no warnings, no progress bar\n"
             "  -1 .. -9         block size 100k .. 900k (default -9; --fast = -1, --best = -9)\n"
             "  -n N --threads=N compression/decompression threads per rank (default: cores online)\n"
+            "  --single-threaded  no threads on any rank: rank 0 reads, hands out blocks and writes,\n"
+            "                   every other rank compresses in its main thread (for SMPI; the default\n"
+            "                   when MPI provides only MPI_THREAD_SINGLE)\n"
+            "  --thread-level=L ask MPI for at most L: multiple (default), serialized, funneled, single\n"
             "  -h --help, -V --version\n"
             "Without files: standard input to standard output. Exit: 0 ok, 1 files/flags/I-O, 2 corrupt\n"
             "input, 3 internal error.\n");
+}
+
+/* The MPI thread level named by s (--thread-level=), or -1. */
+static int asked_level(const char *s)
+{
+    return !strcmp(s, "multiple")     ? MPI_THREAD_MULTIPLE
+           : !strcmp(s, "serialized") ? MPI_THREAD_SERIALIZED
+           : !strcmp(s, "funneled")   ? MPI_THREAD_FUNNELED
+           : !strcmp(s, "single")     ? MPI_THREAD_SINGLE
+                                      : -1;
 }
 
 /* Parses argv into o. Returns 0, or 1 (bad usage, message printed if loud), or -1 (help/version done). */
@@ -94,6 +109,10 @@ static int parse(int argc, char **argv, opts *o, int loud)
                 o->level = 1;
             else if (!strcmp(l, "best"))
                 o->level = 9;
+            else if (!strcmp(l, "single-threaded"))
+                o->single = 1;
+            else if (!strncmp(l, "thread-level=", 13) && asked_level(l + 13) >= 0)
+                ; /* read before MPI_Init_thread */
             else if (!strncmp(l, "threads=", 8) && atoi(l + 8) > 0)
                 o->threads = atoi(l + 8);
             else if (!strcmp(l, "help")) {
@@ -234,9 +253,10 @@ static char *decompressed_name(const char *in, int *guessed)
 
 typedef struct world {
     MPI_Comm comm;
-    int nremote;
-    mpibz_remote *remotes;
+    int nremote;            /* remote compression channels */
+    mpibz_remote *remotes;  /* MPI_THREAD_MULTIPLE: one proxy thread each */
     void **remote_args;
+    mpibz_pump *pump;       /* below MULTIPLE, or --single-threaded: driven by the writing thread */
 } world;
 
 /* Runs one file (or stdin when name is NULL). Returns the exit code for it. */
@@ -312,8 +332,17 @@ static int one(const opts *o, const world *w, const char *name)
     clock_gettime(CLOCK_MONOTONIC, &pg.t0);
     pg.last = pg.t0;
     if (o->mode == 'z') {
-        bz_compress_opts co = {o->level, o->threads, pg.on ? progress_cb : NULL, &pg,
-                               w->nremote, w->nremote ? mpibz_remote_compress : NULL, w->remote_args};
+        bz_compress_opts co = {o->level, o->threads, pg.on ? progress_cb : NULL, &pg, w->nremote, NULL, NULL,
+                               NULL, NULL, o->single};
+        if (w->pump) {
+            co.pump = mpibz_pump_run;
+            co.pump_arg = w->pump;
+        } else if (w->nremote) {
+            co.remote = mpibz_remote_compress;
+            co.remote_arg = w->remote_args;
+        }
+        if (o->single) /* rank 0 compresses only when it is alone */
+            co.threads = w->nremote ? 0 : 1;
         rc = bz_compress(in_fd, out, &co, &nin, &nout, msg, sizeof msg);
     } else {
         in = fdopen(in_fd, "rb");
@@ -403,9 +432,13 @@ int main(int argc, char **argv)
 {
     int provided = MPI_THREAD_SINGLE, rank = 0, size = 1, rc = 0;
     opts o;
-    world w = {MPI_COMM_NULL, 0, NULL, NULL};
+    world w = {MPI_COMM_NULL, 0, NULL, NULL, NULL};
 
-    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    int want = MPI_THREAD_MULTIPLE;
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strncmp(argv[i], "--thread-level=", 15) && asked_level(argv[i] + 15) >= 0)
+            want = asked_level(argv[i] + 15);
+    if (MPI_Init_thread(&argc, &argv, want, &provided) != MPI_SUCCESS) {
         fprintf(stderr, "mpibzip2: MPI_Init_thread failed\n");
         return 1;
     }
@@ -413,10 +446,12 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_dup(MPI_COMM_WORLD, &w.comm);
     int pr = parse(argc, argv, &o, rank == 0);
-    int remote_ok = size > 1 && provided == MPI_THREAD_MULTIPLE && pr == 0 && o.mode == 'z';
+    if (provided == MPI_THREAD_SINGLE)
+        o.single = 1; /* no thread may exist besides the main one */
+    int remote_ok = size > 1 && pr == 0 && o.mode == 'z';
     if (rank != 0) {
         if (remote_ok)
-            rc = mpibz_worker(w.comm, o.threads);
+            rc = mpibz_worker(w.comm, o.threads, !o.single);
         goto out;
     }
     if (pr) {
@@ -424,13 +459,14 @@ int main(int argc, char **argv)
         goto out;
     }
     if (size > 1 && !remote_ok && !o.quiet)
-        fprintf(stderr, "mpibzip2: %s; working on rank 0 only (%d ranks idle)\n",
-                o.mode != 'z' ? "decompression runs on rank 0's threads"
-                              : provided == MPI_THREAD_MULTIPLE ? "" : "MPI does not provide MPI_THREAD_MULTIPLE",
-                size - 1);
+        fprintf(stderr, "mpibzip2: decompression runs on rank 0's threads (%d ranks idle)\n", size - 1);
     if (o.verbose > 1)
-        fprintf(stderr, "mpibzip2: %d ranks, %d threads per rank, MPI thread level %s\n", size, o.threads,
-                level_name(provided));
+        fprintf(stderr, "mpibzip2: %d ranks, %d threads per rank, MPI thread level %s, %s\n", size,
+                o.single ? 1 : o.threads, level_name(provided),
+                !remote_ok                            ? "threads of rank 0 only"
+                : o.single                            ? "single-threaded master (no threads)"
+                : provided == MPI_THREAD_MULTIPLE     ? "one proxy thread per remote compressor"
+                                                      : "the writing thread drives the remote compressors");
     if (remote_ok) {
         int *counts = calloc((size_t)size, sizeof *counts);
         if (!counts || mpibz_thread_counts(w.comm, counts)) {
@@ -441,15 +477,19 @@ int main(int argc, char **argv)
         }
         for (int r = 1; r < size; r++)
             w.nremote += counts[r];
-        w.remotes = calloc((size_t)w.nremote + 1, sizeof *w.remotes);
-        w.remote_args = calloc((size_t)w.nremote + 1, sizeof *w.remote_args);
-        for (int r = 1, k = 0; w.remotes && w.remote_args && r < size; r++)
-            for (int t = 0; t < counts[r]; t++, k++) {
-                w.remotes[k] = (mpibz_remote){w.comm, r, MPIBZ_TAG + t};
-                w.remote_args[k] = &w.remotes[k];
-            }
+        if (o.single || provided != MPI_THREAD_MULTIPLE) {
+            w.pump = mpibz_pump_new(w.comm, o.level, counts, size);
+        } else {
+            w.remotes = calloc((size_t)w.nremote + 1, sizeof *w.remotes);
+            w.remote_args = calloc((size_t)w.nremote + 1, sizeof *w.remote_args);
+            for (int r = 1, k = 0; w.remotes && w.remote_args && r < size; r++)
+                for (int t = 0; t < counts[r]; t++, k++) {
+                    w.remotes[k] = (mpibz_remote){w.comm, r, MPIBZ_TAG + t};
+                    w.remote_args[k] = &w.remotes[k];
+                }
+        }
         free(counts);
-        if (!w.remotes || !w.remote_args) {
+        if (w.pump ? 0 : !w.remotes || !w.remote_args) {
             fprintf(stderr, "mpibzip2: out of memory\n");
             rc = 1;
             goto quit;
@@ -472,9 +512,12 @@ int main(int argc, char **argv)
         }
     }
 quit:
+    if (w.pump)
+        mpibz_pump_quit(w.pump);
     for (int k = 0; k < w.nremote && w.remotes; k++)
         mpibz_remote_quit(&w.remotes[k]);
 out:
+    mpibz_pump_free(w.pump);
     free(w.remotes);
     free(w.remote_args);
     free(o.files);
