@@ -9,6 +9,11 @@
 #define BZ_EOS_MAGIC 0x177245385090ULL
 #define BZ_WORK_FACTOR 30 /* bzip2's default (0 means 30 in libbz2) */
 
+size_t bz_cutter_cap(int level)
+{
+    return 200000u * (size_t)level + 64;
+}
+
 int bz_cutter_init(bz_cutter *c, int level)
 {
     memset(c, 0, sizeof *c);
@@ -17,60 +22,146 @@ int bz_cutter_init(bz_cutter *c, int level)
     c->level = level;
     c->max = 100000u * (uint32_t)level - 19u;
     c->ch = 256;
-    c->out = malloc((size_t)c->max + 8);
-    return c->out ? 0 : -1;
+    c->cap = bz_cutter_cap(level);
+    c->out = malloc(c->cap);
+    c->alt = malloc(c->cap);
+    return c->out && c->alt ? 0 : -1;
 }
 
 void bz_cutter_free(bz_cutter *c)
 {
     free(c->out);
-    c->out = NULL;
+    free(c->alt);
+    c->out = c->alt = NULL;
 }
 
-/* Writes the run in progress (libbz2's add_pair_to_block). */
-static void put_run(bz_cutter *c)
+/* RLE1 bytes of a run (libbz2's add_pair_to_block). */
+static size_t rle_run(unsigned char *o, int ch, int len)
 {
-    unsigned char ch = (unsigned char)c->ch;
-    if (c->len < 4) {
-        for (int i = 0; i < c->len; i++)
-            c->out[c->n++] = ch;
-    } else {
-        memset(c->out + c->n, ch, 4);
-        c->out[c->n + 4] = (unsigned char)(c->len - 4);
-        c->n += 5;
+    if (len < 4) {
+        for (int i = 0; i < len; i++)
+            o[i] = (unsigned char)ch;
+        return (size_t)len;
     }
+    memset(o, ch, 4);
+    o[4] = (unsigned char)(len - 4);
+    return 5;
 }
 
-size_t bz_cutter_feed(bz_cutter *c, const unsigned char *p, size_t n, int *full)
+/* The block's input bytes no longer fit: keep it as RLE1 bytes from here on.
+ * out holds the input bytes of finished runs, then the run in progress. */
+static void to_rle(bz_cutter *c)
 {
+    size_t end = c->nout - (size_t)c->len, k = 0, i = 0;
+    while (i < end) {
+        size_t j = i + 1;
+        while (j < end && j - i < 255 && c->out[j] == c->out[i])
+            j++;
+        k += rle_run(c->alt + k, c->out[i], (int)(j - i));
+        i = j;
+    }
+    unsigned char *t = c->out;
+    c->out = c->alt;
+    c->alt = t;
+    c->nout = k; /* == c->n */
+    c->rle = 1;
+}
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+size_t bz_cutter_feed(bz_cutter *c, const unsigned char *p, size_t m, int *full)
+{
+    size_t i = 0;
     *full = 0;
-    for (size_t i = 0; i < n; i++) {
-        int ch = p[i];
-        if (ch == c->ch && c->len < 255) {
-            c->len++;
-            continue; /* no byte written: the block cannot have closed */
+    while (i < m) {
+        size_t lim = m;
+        if (!c->rle) {
+            if (c->nout == c->cap)
+                to_rle(c);
+            else if (c->cap - c->nout < m - i)
+                lim = i + (c->cap - c->nout); /* input bytes kept: no more than fit */
         }
-        if (c->ch < 256)
-            put_run(c);
-        c->ch = ch;
-        c->len = 1;
-        if (c->n >= c->max) { /* bzip2 closes the block right after this byte */
-            *full = 1;
-            return i + 1;
+        size_t from = i, slow_to = i;
+        int rch = c->ch, rlen = c->len; /* the run in progress, in registers */
+        uint32_t n = c->n;
+        while (i < lim) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            /* Eight bytes at a time, when the block cannot close in them and
+             * (in input-byte mode) only counts need updating; after a window
+             * that has to go byte by byte, its eight bytes do. */
+            if (i >= slow_to && rch < 256 && !c->rle && i + 8 <= lim && n + 8 + (uint32_t)rlen < c->max) {
+                uint64_t x;
+                memcpy(&x, p + i, 8);
+                if (x == ONES * (uint64_t)rch && rlen <= 255 - 8) { /* the run goes on */
+                    rlen += 8;
+                    i += 8;
+                    continue;
+                }
+                /* e: bit k set when byte k equals the byte before it */
+                uint64_t v = x ^ ((x << 8) | (uint64_t)rch);
+                uint64_t z = ~(((v & ~HIGHS) + ~HIGHS) | v) & HIGHS; /* 0x80 in each zero byte */
+                unsigned e = (unsigned)(((z >> 7) * 0x0102040810204080ULL) >> 56);
+                /* with the run in progress before it (len 1..3 is 0..2 equal bytes) */
+                unsigned m2 = (e << 2) | (rlen >= 3 ? 3u : rlen == 2 ? 2u : 0u);
+                if (rlen < 4 && !(m2 & (m2 >> 1) & (m2 >> 2))) {
+                    /* no run reaches four bytes: every byte is one RLE1 byte once its run ends */
+                    int tail = 1 + (int)((e >> 7) & 1) + (int)((e >> 7) & (e >> 6) & 1);
+                    n += (uint32_t)(8 + rlen - tail);
+                    rlen = tail;
+                    rch = p[i + 7];
+                    i += 8;
+                    continue;
+                }
+                slow_to = i + 8;
+            }
+#endif
+            int ch = p[i++];
+            if (ch == rch && rlen < 255) {
+                rlen++;
+                continue; /* no RLE1 byte written: the block cannot have closed */
+            }
+            if (rch < 256) {
+                if (c->rle)
+                    c->nout += rle_run(c->out + c->nout, rch, rlen);
+                n += rlen < 4 ? (uint32_t)rlen : 5u;
+            }
+            rch = ch;
+            rlen = 1;
+            if (n >= c->max) { /* bzip2 closes the block right after this byte */
+                *full = 1;
+                break;
+            }
         }
+        c->ch = rch;
+        c->len = rlen;
+        c->n = n;
+        if (!c->rle) {
+            memcpy(c->out + c->nout, p + from, i - from);
+            c->nout += i - from;
+            if (*full)
+                c->nout--; /* the closing byte belongs to the next block */
+        }
+        if (*full)
+            break;
     }
-    return n;
+    return i;
 }
 
 void bz_cutter_next(bz_cutter *c)
 {
+    /* the byte that closed the block starts the next one (in raw mode it is
+     * out's last byte, in RLE1 mode it was not written) */
+    c->out[0] = (unsigned char)c->ch;
+    c->nout = 1;
     c->n = 0;
+    c->rle = 0;
 }
 
 void bz_cutter_finish(bz_cutter *c)
 {
-    if (c->ch < 256)
-        put_run(c);
+    if (c->ch < 256 && c->rle)
+        c->nout += rle_run(c->out + c->nout, c->ch, c->len);
     c->ch = 256;
     c->len = 0;
 }
@@ -153,12 +244,12 @@ static int extract(const unsigned char *z, size_t zl, int level, bz_block *b)
     return 0;
 }
 
-int bz_block_compress(const unsigned char *rle, size_t n, int level, bz_block *b)
+int bz_block_compress(const unsigned char *data, size_t n, int raw, int level, bz_block *b)
 {
     bz_stream s;
     unsigned char in[65536];
-    unrle u = {rle, n, 0, 256, 0, 0};
-    size_t cap = n + n / 4 + 4096, len = 0;
+    unrle u = {data, raw ? 0 : n, 0, 256, 0, 0};
+    size_t raw_left = raw ? n : 0, cap = n + n / 4 + 4096, len = 0;
     unsigned char *z = malloc(cap);
     int rc, done_in = 0;
 
@@ -172,10 +263,18 @@ int bz_block_compress(const unsigned char *rle, size_t n, int level, bz_block *b
     }
     for (;;) {
         if (s.avail_in == 0 && !done_in) {
-            size_t k = unrle_some(&u, in, sizeof in);
-            s.next_in = (char *)in;
-            s.avail_in = (unsigned)k;
-            done_in = k == 0;
+            if (raw) { /* the input bytes as they are, in pieces libbz2's counters can hold */
+                size_t k = raw_left < (1u << 30) ? raw_left : (1u << 30);
+                s.next_in = (char *)data + (n - raw_left);
+                s.avail_in = (unsigned)k;
+                raw_left -= k;
+                done_in = k == 0;
+            } else {
+                size_t k = unrle_some(&u, in, sizeof in);
+                s.next_in = (char *)in;
+                s.avail_in = (unsigned)k;
+                done_in = k == 0;
+            }
         }
         if (len == cap) {
             unsigned char *nz = realloc(z, cap * 2);
@@ -200,7 +299,7 @@ int bz_block_compress(const unsigned char *rle, size_t n, int level, bz_block *b
     }
     BZ2_bzCompressEnd(&s);
     if (rc == 0)
-        rc = u.same == 4 ? -100 : extract(z, len, level, b);
+        rc = !raw && u.same == 4 ? -100 : extract(z, len, level, b);
     free(z);
     return rc;
 }
@@ -253,9 +352,23 @@ void bz_writer_block(bz_writer *w, const bz_block *b)
         flush_buf(w);
         if (!w->error && whole && fwrite(b->bits, 1, (size_t)whole, w->f) != whole)
             w->error = 1;
-    } else {
-        for (uint64_t i = 0; i < whole; i++)
-            put_bits(w, b->bits[i], 8);
+    } else { /* shifted by nacc bits: each output byte is the pending bits and the top of the next byte */
+        int k = w->nacc;
+        unsigned acc = (unsigned)w->acc & ((1u << k) - 1);
+        for (uint64_t i = 0; i < whole;) {
+            if (w->nbuf == sizeof w->buf)
+                flush_buf(w);
+            size_t room = sizeof w->buf - w->nbuf;
+            uint64_t end = whole - i < room ? whole : i + room;
+            unsigned char *o = w->buf + w->nbuf;
+            for (; i < end; i++) {
+                unsigned byte = b->bits[i];
+                *o++ = (unsigned char)((acc << (8 - k)) | (byte >> k));
+                acc = byte & ((1u << k) - 1);
+            }
+            w->nbuf = (size_t)(o - w->buf);
+        }
+        w->acc = acc;
     }
     int rest = (int)(b->nbits % 8);
     if (rest)

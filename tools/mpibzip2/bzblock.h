@@ -13,11 +13,16 @@
  * depends only on the RLE1 bytes it holds, so:
  *
  *   - bz_cutter runs the same RLE1 stage over the input and cuts where bzip2
- *     cuts, producing each block's RLE1 bytes (at most ~900 kB, however long
- *     the runs of the input were);
- *   - bz_block_compress expands a block's RLE1 bytes back into input bytes
- *     (they start at a run boundary), compresses them with libbz2 as a
- *     stream of their own, and lifts the block's bits out of that stream;
+ *     cuts. Since the run in progress at a cut is always one byte long (the
+ *     byte whose arrival closed the block), every block is a contiguous range
+ *     of input bytes, which libbz2 compresses, as a stream of its own, into
+ *     exactly that block. The cutter only counts RLE1 bytes and keeps the
+ *     block's input bytes; a block whose input bytes would exceed twice the
+ *     block size (long runs) is kept as its RLE1 bytes instead (at most
+ *     ~900 kB, however long the runs were: bounded memory);
+ *   - bz_block_compress compresses a block (expanding RLE1 bytes back into
+ *     input bytes first) with libbz2 as a stream of its own and lifts the
+ *     block's bits out of that stream;
  *   - bz_writer writes the header, the blocks' bits one after the other and
  *     the trailer with the combined CRC (rotate left by one, xor each block's
  *     CRC), which is the stream bzip2 itself writes.
@@ -34,21 +39,28 @@ typedef struct bz_cutter {
     int level;          /* 1..9 */
     uint32_t max;       /* 100000 * level - 19: the block closes at this many RLE1 bytes */
     int ch, len;        /* run in progress (ch 256: none) */
-    uint32_t n;         /* RLE1 bytes of the current block */
-    unsigned char *out; /* the current block's RLE1 bytes (max + 8 bytes) */
+    uint32_t n;         /* RLE1 bytes of the current block's finished runs */
+    int rle;            /* the current block is kept as RLE1 bytes (else as input bytes) */
+    unsigned char *out; /* the current block: input bytes (ending with the run in progress) or RLE1 bytes */
+    size_t nout;        /* bytes in out */
+    unsigned char *alt; /* spare buffer */
+    size_t cap;         /* bytes of out and alt: bz_cutter_cap(level) */
 } bz_cutter;
 
+/* Size of a block buffer at the level: twice the block size, plus slack. */
+size_t bz_cutter_cap(int level);
 /* 0, or -1 if memory is short. */
 int bz_cutter_init(bz_cutter *c, int level);
 void bz_cutter_free(bz_cutter *c);
 /* Consumes input until the current block closes (*full = 1: take c->out[0,
- * c->n), then call bz_cutter_next) or the input ends (*full = 0). Returns
- * the bytes consumed. */
+ * c->nout), raw unless c->rle, then call bz_cutter_next) or the input ends
+ * (*full = 0). Returns the bytes consumed. */
 size_t bz_cutter_feed(bz_cutter *c, const unsigned char *p, size_t n, int *full);
-/* Starts the next block (the run in progress carries over). */
+/* Starts the next block (the run in progress carries over). out may have
+ * been swapped for another buffer of c->cap bytes since bz_cutter_feed. */
 void bz_cutter_next(bz_cutter *c);
-/* End of input: writes the run in progress; the last block is c->out[0,
- * c->n) if c->n > 0 (an empty input has no block). */
+/* End of input: the last block is c->out[0, c->nout) if c->nout > 0 (an
+ * empty input has no block). */
 void bz_cutter_finish(bz_cutter *c);
 
 /* A compressed block: its bits (MSB first, from bit 0 of bits), its CRC. */
@@ -59,11 +71,12 @@ typedef struct bz_block {
     size_t cap;  /* bytes allocated for bits */
 } bz_block;
 
-/* Compresses one block given as RLE1 bytes (from bz_cutter) at the level,
- * with libbz2's default work factor, as bzip2 does. Reuses b's memory.
+/* Compresses one block, given as its input bytes (raw) or as its RLE1 bytes
+ * (from bz_cutter), at the level, with libbz2's default work factor, as
+ * bzip2 does. Reuses b's memory.
  * Returns 0, or a negative libbz2 error code / -100 (memory, or a stream of
  * an unexpected shape). */
-int bz_block_compress(const unsigned char *rle, size_t n, int level, bz_block *b);
+int bz_block_compress(const unsigned char *data, size_t n, int raw, int level, bz_block *b);
 void bz_block_free(bz_block *b);
 
 /* Writes one bzip2 stream to a FILE. */

@@ -16,8 +16,9 @@ enum { S_FREE = 0, S_FILLED, S_BUSY, S_DONE };
 typedef struct slot {
     int state;
     uint64_t seq;
-    unsigned char *rle; /* the block's RLE1 bytes (buffer swapped with the cutter's) */
+    unsigned char *data; /* the block's input bytes, or RLE1 bytes (buffer swapped with the cutter's) */
     size_t n;
+    int raw;
     uint64_t in_end;    /* input bytes consumed when the block closed */
     bz_block blk;
     int rc;
@@ -74,9 +75,9 @@ static int emit(job *j)
     }
     s->state = S_BUSY; /* ours while we fill it */
     pthread_mutex_unlock(&j->mu);
-    if (!s->rle) {
-        s->rle = malloc((size_t)j->cut.max + 8);
-        if (!s->rle) {
+    if (!s->data) {
+        s->data = malloc(j->cut.cap);
+        if (!s->data) {
             pthread_mutex_lock(&j->mu);
             s->state = S_FREE;
             pthread_mutex_unlock(&j->mu);
@@ -84,10 +85,11 @@ static int emit(job *j)
             return -1;
         }
     }
-    unsigned char *t = s->rle;
-    s->rle = j->cut.out;
+    unsigned char *t = s->data;
+    s->data = j->cut.out;
     j->cut.out = t;
-    s->n = j->cut.n;
+    s->n = j->cut.nout;
+    s->raw = !j->cut.rle;
     s->in_end = j->in_bytes;
     pthread_mutex_lock(&j->mu);
     s->seq = j->nread++;
@@ -128,7 +130,7 @@ static int read_step(job *j)
         }
     }
     bz_cutter_finish(&j->cut);
-    if (j->cut.n > 0 && emit(j))
+    if (j->cut.nout > 0 && emit(j))
         return -1;
     pthread_mutex_lock(&j->mu);
     j->eof = 1;
@@ -161,7 +163,7 @@ static slot *oldest_filled(job *j)
     return s;
 }
 
-int bz_take(bz_job *j, const unsigned char **rle, size_t *n)
+int bz_take(bz_job *j, const unsigned char **data, size_t *n, int *raw)
 {
     pthread_mutex_lock(&j->mu);
     for (;;) {
@@ -169,8 +171,9 @@ int bz_take(bz_job *j, const unsigned char **rle, size_t *n)
         if (s) {
             s->state = S_BUSY;
             pthread_mutex_unlock(&j->mu);
-            *rle = s->rle;
+            *data = s->data;
             *n = s->n;
+            *raw = s->raw;
             return (int)(s - j->s);
         }
         if (j->stop || j->eof) {
@@ -221,8 +224,9 @@ static void *compressor(void *arg)
         }
         s->state = S_BUSY;
         pthread_mutex_unlock(&j->mu);
-        int rc = wk->remote < 0 ? bz_block_compress(s->rle, s->n, j->o->level, &s->blk)
-                                : j->o->remote(j->o->remote_arg[wk->remote], s->rle, s->n, j->o->level, &s->blk);
+        int rc = wk->remote < 0
+                     ? bz_block_compress(s->data, s->n, s->raw, j->o->level, &s->blk)
+                     : j->o->remote(j->o->remote_arg[wk->remote], s->data, s->n, s->raw, j->o->level, &s->blk);
         pthread_mutex_lock(&j->mu);
         s->rc = rc;
         s->state = S_DONE;
@@ -289,11 +293,11 @@ int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_to
                 break;
             if (o->no_threads) {
                 pthread_mutex_unlock(&j.mu);
-                const unsigned char *rle;
+                const unsigned char *data;
                 size_t n;
-                int h, p = 0;
-                if (inline_compress && (h = bz_take(&j, &rle, &n)) >= 0)
-                    bz_put(&j, h, bz_block_compress(rle, n, o->level, bz_out(&j, h)));
+                int h, p = 0, raw;
+                if (inline_compress && (h = bz_take(&j, &data, &n, &raw)) >= 0)
+                    bz_put(&j, h, bz_block_compress(data, n, raw, o->level, bz_out(&j, h)));
                 else if (o->pump)
                     p = o->pump(o->pump_arg, &j, 1);
                 if (p < 0)
@@ -360,7 +364,7 @@ out:
     if (out_total)
         *out_total = (out_bits + 7) / 8;
     for (int i = 0; j.s && i < j.ns; i++) {
-        free(j.s[i].rle);
+        free(j.s[i].data);
         bz_block_free(&j.s[i].blk);
     }
     free(j.s);

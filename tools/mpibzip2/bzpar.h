@@ -2,8 +2,9 @@
  * Parallel compression inside one process: a reader thread (read-ahead, cuts
  * blocks where bzip2 would), compression threads, and the calling thread
  * writing the blocks in order (write-behind through stdio). Memory is
- * bounded: at most `(threads + nremote) * 2 + 2` blocks (RLE1 bytes ~0.9 MB and their
- * compressed bits each) are in flight, plus libbz2's ~7.6 MB per
+ * bounded: at most `(threads + nremote) * 2 + 2` blocks (each at most 2 x
+ * 100 kB x level input bytes, or ~0.9 MB of RLE1 bytes, and its compressed
+ * bits) are in flight, plus libbz2's ~7.6 MB per
  * compressing thread at level 9.
  */
 #ifndef MPIBZIP2_BZPAR_H
@@ -28,7 +29,7 @@ typedef struct bz_compress_opts {
      * it returns what bz_block_compress returns. A remote failure of
      * transport returns -200 (msg: "lost a worker"). */
     int nremote;
-    int (*remote)(void *arg, const unsigned char *rle, size_t n, int level, bz_block *out);
+    int (*remote)(void *arg, const unsigned char *data, size_t n, int raw, int level, bz_block *out);
     void **remote_arg;
     /* Remote compressors driven by the writing thread itself (MPI thread
      * levels below MULTIPLE): the writing loop calls pump(pump_arg, job,
@@ -47,9 +48,10 @@ typedef struct bz_compress_opts {
 /* The state of one bz_compress call, for pump. */
 typedef struct bz_job bz_job;
 /* Takes the oldest block waiting for compression (in no_threads mode,
- * reading and cutting it first). Returns a handle >= 0 with *rle / *n set,
+ * reading and cutting it first). Returns a handle >= 0 with *data / *n /
+ * *raw set (raw: input bytes, else RLE1 bytes; see bz_block_compress),
  * -1 if none is waiting now, -2 if none will come (input done or stopped). */
-int bz_take(bz_job *j, const unsigned char **rle, size_t *n);
+int bz_take(bz_job *j, const unsigned char **data, size_t *n, int *raw);
 /* Where the compressed block of handle h goes. */
 bz_block *bz_out(bz_job *j, int h);
 /* Hands block h back: rc as from bz_block_compress (0 when *bz_out(j, h)

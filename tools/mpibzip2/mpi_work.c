@@ -54,12 +54,12 @@ static int recv_wait(void *p, size_t n, int from, int tag, MPI_Comm comm)
     return wait_req(&r);
 }
 
-int mpibz_remote_compress(void *arg, const unsigned char *rle, size_t n, int level, bz_block *out)
+int mpibz_remote_compress(void *arg, const unsigned char *data, size_t n, int raw, int level, bz_block *out)
 {
     const mpibz_remote *r = arg;
-    uint32_t h[4] = {K_BLOCK, (uint32_t)level, (uint32_t)n, 0};
+    uint32_t h[4] = {K_BLOCK, (uint32_t)level, (uint32_t)n, (uint32_t)raw};
     uint64_t nbits = 0;
-    if (send_wait(h, sizeof h, r->rank, r->tag, r->comm) || send_wait(rle, n, r->rank, r->tag, r->comm) ||
+    if (send_wait(h, sizeof h, r->rank, r->tag, r->comm) || send_wait(data, n, r->rank, r->tag, r->comm) ||
         recv_wait(h, sizeof h, r->rank, r->tag, r->comm) || h[0] != K_RESULT)
         return -200;
     int rc = (int)(int32_t)h[2];
@@ -178,9 +178,9 @@ int mpibz_pump_run(void *arg, bz_job *j, int may_block)
     for (int k = 0; k < p->n; k++) {
         chan *c = &p->c[k];
         if (c->h < 0 && more) {
-            const unsigned char *rle;
+            const unsigned char *data;
             size_t n;
-            int h = bz_take(j, &rle, &n);
+            int raw, h = bz_take(j, &data, &n, &raw);
             if (h < 0) {
                 more = 0; /* no block for the other idle channels either (but count the busy ones) */
                 continue;
@@ -189,9 +189,9 @@ int mpibz_pump_run(void *arg, bz_job *j, int may_block)
             c->out[0] = K_BLOCK;
             c->out[1] = (uint32_t)p->level;
             c->out[2] = (uint32_t)n;
-            c->out[3] = 0;
+            c->out[3] = (uint32_t)raw;
             if (MPI_Isend(c->out, (int)sizeof c->out, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[0]) ||
-                MPI_Isend(rle, (int)n, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[1]) ||
+                MPI_Isend(data, (int)n, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[1]) ||
                 MPI_Irecv(c->hdr, (int)sizeof c->hdr, MPI_BYTE, c->rank, c->tag, p->comm, &p->res[k]))
                 return -1;
             did = 1;
@@ -233,9 +233,9 @@ typedef struct wchan {
     uint32_t hdr[4], res[4];
     uint64_t nbits;
     MPI_Request send[3];
-    unsigned char *rle;
+    unsigned char *data;
     size_t cap, n;
-    int level, rc, done;
+    int level, raw, rc, done;
     bz_block b;
     pthread_t th;
     int have_thread;
@@ -261,7 +261,7 @@ static void *wthread_main(void *arg)
         if (c->state != W_WORK || c->done)
             break;
         pthread_mutex_unlock(&sh->mu);
-        int rc = bz_block_compress(c->rle, c->n, c->level, &c->b);
+        int rc = bz_block_compress(c->data, c->n, c->raw, c->level, &c->b);
         pthread_mutex_lock(&sh->mu);
         c->rc = rc;
         c->done = 1;
@@ -276,20 +276,22 @@ static int take_block(MPI_Comm comm, wchan *c)
 {
     if (c->hdr[0] == K_QUIT)
         return wait_all(3, c->send) ? -1 : 1;
-    if (c->hdr[0] != K_BLOCK || c->hdr[1] < 1 || c->hdr[1] > 9 || c->hdr[2] > 1000000)
+    if (c->hdr[0] != K_BLOCK || c->hdr[1] < 1 || c->hdr[1] > 9 || c->hdr[2] > bz_cutter_cap((int)c->hdr[1]) ||
+        c->hdr[3] > 1)
         return -1;
     c->n = c->hdr[2];
     c->level = (int)c->hdr[1];
+    c->raw = (int)c->hdr[3];
     if (c->n > c->cap) {
-        unsigned char *p = realloc(c->rle, c->n);
+        unsigned char *p = realloc(c->data, c->n);
         if (!p)
             return -1;
-        c->rle = p;
+        c->data = p;
         c->cap = c->n;
     }
     /* the previous result's sends are done before its buffers are reused */
     if (wait_all(3, c->send) ||
-        MPI_Recv(c->rle, (int)c->n, MPI_BYTE, 0, c->tag, comm, MPI_STATUS_IGNORE))
+        MPI_Recv(c->data, (int)c->n, MPI_BYTE, 0, c->tag, comm, MPI_STATUS_IGNORE))
         return -1;
     return 0;
 }
@@ -356,7 +358,7 @@ int mpibz_worker(MPI_Comm comm, int threads, int use_threads)
                 open--;
                 continue;
             }
-            c[0].rc = bz_block_compress(c[0].rle, c[0].n, c[0].level, &c[0].b);
+            c[0].rc = bz_block_compress(c[0].data, c[0].n, c[0].raw, c[0].level, &c[0].b);
             if (give_result(comm, &c[0], &hreq[0]))
                 goto fail;
             continue;
@@ -407,7 +409,7 @@ out:
             pthread_join(c[i].th, NULL);
         if (!rc)
             wait_all(3, c[i].send);
-        free(c[i].rle);
+        free(c[i].data);
         bz_block_free(&c[i].b);
     }
     free(c);

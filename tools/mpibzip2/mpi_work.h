@@ -6,14 +6,15 @@
  * ways:
  *   - MPI_THREAD_MULTIPLE: one proxy thread per remote channel
  *     (mpibz_remote_compress, a remote compressor of bz_compress: it sends a
- *     block's RLE1 bytes and waits for its bits; demand-driven, so faster
+ *     block and waits for its bits; demand-driven, so faster
  *     workers get more blocks);
  *   - below MULTIPLE: the writing thread drives all channels itself between
  *     writes (mpibz_pump_run, the pump of bz_compress), with non-blocking
  *     sends and receives.
  *
  * Messages, per channel: a 16-byte header (four uint32: kind, level, n or
- * rc, crc), then BLOCK: the n RLE1 bytes; RESULT with rc 0: the bits'
+ * rc, raw flag or crc), then BLOCK: the block's n bytes (input bytes if
+ * raw, else RLE1 bytes); RESULT with rc 0: the bits'
  * length (uint64) and the bits; QUIT ends the channel. Threaded waits poll
  * with MPI_Test and short sleeps (10 us .. 1 ms): MPICH's blocking calls
  * spin, and on a machine with fewer cores than threads a spinning waiter
@@ -37,7 +38,7 @@ typedef struct mpibz_remote {
 } mpibz_remote;
 
 /* A remote compressor for bz_compress_opts.remote (arg: mpibz_remote *). */
-int mpibz_remote_compress(void *arg, const unsigned char *rle, size_t n, int level, bz_block *out);
+int mpibz_remote_compress(void *arg, const unsigned char *data, size_t n, int raw, int level, bz_block *out);
 /* Tells the worker channel behind r to stop. */
 int mpibz_remote_quit(const mpibz_remote *r);
 
