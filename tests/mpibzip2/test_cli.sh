@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # mpibzip2 end to end: output byte-identical to bzip2 (sha256) at 1-4 ranks x
-# 1-2 threads, -9 and -1, at every MPI thread level and single-threaded; round trips; files made by bzip2 / pbzip2 / lbzip2
+# 1-2 threads, -9 and -1, at every MPI thread level, single-threaded, with --shared-input; round trips; files made by bzip2 / pbzip2 / lbzip2
 # and concatenations; corrupt input (exit 2, nothing half-written left); the
 # file handling of bzip2 (-k -f -c -t, suffixes, existing output, unreadable
 # input, full disk).
@@ -97,6 +97,15 @@ for f in runs_cross text; do
     for r in 0 2 4; do
         got=$(run "$r" --single-threaded -c "$d/$f" | sha)
         [ "$got" = "$ref" ] && ok || bad "$f --single-threaded ranks $r: output differs from bzip2"
+    done
+done
+# --shared-input: workers read their blocks from the file (offsets travel, not bytes)
+for f in text runs rr3; do
+    ref=$(bzip2 -9 -c "$d/$f" | sha)
+    for a in "2 --thread-level=multiple" "3 --thread-level=funneled" "3 --single-threaded"; do
+        set -- $a
+        got=$(run "$1" "$2" --shared-input -c -n 2 "$d/$f" | sha)
+        [ "$got" = "$ref" ] && ok || bad "$f --shared-input ranks $1 $2: output differs from bzip2"
     done
 done
 run 2 --single-threaded -vv -c "$d/one" 2> "$d/err" >/dev/null

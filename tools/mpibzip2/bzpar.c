@@ -20,6 +20,7 @@ typedef struct slot {
     size_t n;
     int raw;
     uint64_t in_end;    /* input bytes consumed when the block closed */
+    uint64_t start;     /* offset of the block's first input byte (raw blocks) */
     bz_block blk;
     int rc;
 } slot;
@@ -57,7 +58,7 @@ static void fail(job *j, int code, const char *what, int e)
 }
 
 /* Hands the cutter's block to a free slot (waits for one). 0, or -1 if stopped. */
-static int emit(job *j)
+static int emit(job *j, uint64_t end)
 {
     pthread_mutex_lock(&j->mu);
     slot *s = NULL;
@@ -91,6 +92,7 @@ static int emit(job *j)
     s->n = j->cut.nout;
     s->raw = !j->cut.rle;
     s->in_end = j->in_bytes;
+    s->start = end - s->n; /* meaningful for input bytes only */
     pthread_mutex_lock(&j->mu);
     s->seq = j->nread++;
     s->state = S_FILLED;
@@ -123,14 +125,14 @@ static int read_step(job *j)
         j->off += k;
         j->in_bytes += k;
         if (full) {
-            if (emit(j))
+            if (emit(j, j->in_bytes - 1)) /* the closing byte starts the next block */
                 return -1;
             bz_cutter_next(&j->cut);
             return 1;
         }
     }
     bz_cutter_finish(&j->cut);
-    if (j->cut.nout > 0 && emit(j))
+    if (j->cut.nout > 0 && emit(j, j->in_bytes))
         return -1;
     pthread_mutex_lock(&j->mu);
     j->eof = 1;
@@ -163,7 +165,7 @@ static slot *oldest_filled(job *j)
     return s;
 }
 
-int bz_take(bz_job *j, const unsigned char **data, size_t *n, int *raw)
+int bz_take(bz_job *j, bz_piece *b)
 {
     pthread_mutex_lock(&j->mu);
     for (;;) {
@@ -171,9 +173,10 @@ int bz_take(bz_job *j, const unsigned char **data, size_t *n, int *raw)
         if (s) {
             s->state = S_BUSY;
             pthread_mutex_unlock(&j->mu);
-            *data = s->data;
-            *n = s->n;
-            *raw = s->raw;
+            b->data = s->data;
+            b->n = s->n;
+            b->raw = s->raw;
+            b->start = s->start;
             return (int)(s - j->s);
         }
         if (j->stop || j->eof) {
@@ -226,7 +229,8 @@ static void *compressor(void *arg)
         pthread_mutex_unlock(&j->mu);
         int rc = wk->remote < 0
                      ? bz_block_compress(s->data, s->n, s->raw, j->o->level, &s->blk)
-                     : j->o->remote(j->o->remote_arg[wk->remote], s->data, s->n, s->raw, j->o->level, &s->blk);
+                     : j->o->remote(j->o->remote_arg[wk->remote], &(bz_piece){s->data, s->n, s->raw, s->start},
+                                    j->o->level, &s->blk);
         pthread_mutex_lock(&j->mu);
         s->rc = rc;
         s->state = S_DONE;
@@ -293,11 +297,10 @@ int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_to
                 break;
             if (o->no_threads) {
                 pthread_mutex_unlock(&j.mu);
-                const unsigned char *data;
-                size_t n;
-                int h, p = 0, raw;
-                if (inline_compress && (h = bz_take(&j, &data, &n, &raw)) >= 0)
-                    bz_put(&j, h, bz_block_compress(data, n, raw, o->level, bz_out(&j, h)));
+                bz_piece b;
+                int h, p = 0;
+                if (inline_compress && (h = bz_take(&j, &b)) >= 0)
+                    bz_put(&j, h, bz_block_compress(b.data, b.n, b.raw, o->level, bz_out(&j, h)));
                 else if (o->pump)
                     p = o->pump(o->pump_arg, &j, 1);
                 if (p < 0)
@@ -330,7 +333,12 @@ int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_to
         }
         pthread_mutex_unlock(&j.mu);
         if (s->rc) {
-            fail(&j, s->rc == -200 ? 1 : 3, s->rc == -200 ? "lost a worker" : "libbz2 failed to compress a block", 0);
+            fail(&j, s->rc == -200 || s->rc == -300 ? 1 : 3,
+                 s->rc == -200   ? "lost a worker"
+                 : s->rc == -300 ? "a worker could not read its block from the input file (--shared-input needs "
+                                   "the same file at the same path on every rank)"
+                                 : "libbz2 failed to compress a block",
+                 0);
             pthread_mutex_lock(&j.mu);
             break;
         }

@@ -17,6 +17,15 @@
 
 struct bz_job;
 
+/* A block to compress: its input bytes (raw; they are the input file's bytes
+ * [start, start + n)) or its RLE1 bytes. */
+typedef struct bz_piece {
+    const unsigned char *data;
+    size_t n;
+    int raw;
+    uint64_t start;
+} bz_piece;
+
 typedef struct bz_compress_opts {
     int level;   /* 1..9 */
     int threads; /* compression threads (>= 1) */
@@ -27,9 +36,10 @@ typedef struct bz_compress_opts {
     /* Remote compressors (other MPI ranks): nremote more threads, thread i
      * compressing through remote(remote_arg[i], ...) instead of libbz2 here;
      * it returns what bz_block_compress returns. A remote failure of
-     * transport returns -200 (msg: "lost a worker"). */
+     * transport returns -200 (msg: "lost a worker"), a remote that could not
+     * read the block from the input file -300. */
     int nremote;
-    int (*remote)(void *arg, const unsigned char *data, size_t n, int raw, int level, bz_block *out);
+    int (*remote)(void *arg, const bz_piece *b, int level, bz_block *out);
     void **remote_arg;
     /* Remote compressors driven by the writing thread itself (MPI thread
      * levels below MULTIPLE): the writing loop calls pump(pump_arg, job,
@@ -48,10 +58,9 @@ typedef struct bz_compress_opts {
 /* The state of one bz_compress call, for pump. */
 typedef struct bz_job bz_job;
 /* Takes the oldest block waiting for compression (in no_threads mode,
- * reading and cutting it first). Returns a handle >= 0 with *data / *n /
- * *raw set (raw: input bytes, else RLE1 bytes; see bz_block_compress),
- * -1 if none is waiting now, -2 if none will come (input done or stopped). */
-int bz_take(bz_job *j, const unsigned char **data, size_t *n, int *raw);
+ * reading and cutting it first). Returns a handle >= 0 with *b set, -1 if
+ * none is waiting now, -2 if none will come (input done or stopped). */
+int bz_take(bz_job *j, bz_piece *b);
 /* Where the compressed block of handle h goes. */
 bz_block *bz_out(bz_job *j, int h);
 /* Hands block h back: rc as from bz_block_compress (0 when *bz_out(j, h)

@@ -9,7 +9,7 @@
  * compressed input, 3 internal error. Output goes to a temporary name in the
  * target's directory and is renamed into place only when complete.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath, and POSIX 2008 */
 #include <bzlib.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +33,7 @@ typedef struct opts {
     char mode;      /* 'z' compress, 'd' decompress, 't' test */
     int to_stdout, keep, force, verbose, quiet, level, threads;
     int single;     /* --single-threaded: no threads on any rank (SMPI; forced by MPI_THREAD_SINGLE) */
+    int shared;     /* --shared-input: workers read blocks from the input file themselves */
     char **files;
     int nfiles;
 } opts;
@@ -52,6 +53,8 @@ static void usage(FILE *f)
             "                   every other rank compresses in its main thread (for SMPI; the default\n"
             "                   when MPI provides only MPI_THREAD_SINGLE)\n"
             "  --thread-level=L ask MPI for at most L: multiple (default), serialized, funneled, single\n"
+            "  --shared-input   every rank can read the input files at the same path (shared file\n"
+            "                   system): rank 0 sends workers block offsets instead of block bytes\n"
             "  -h --help, -V --version\n"
             "Without files: standard input to standard output. Exit: 0 ok, 1 files/flags/I-O, 2 corrupt\n"
             "input, 3 internal error.\n");
@@ -111,6 +114,8 @@ static int parse(int argc, char **argv, opts *o, int loud)
                 o->level = 9;
             else if (!strcmp(l, "single-threaded"))
                 o->single = 1;
+            else if (!strcmp(l, "shared-input"))
+                o->shared = 1;
             else if (!strncmp(l, "thread-level=", 13) && asked_level(l + 13) >= 0)
                 ; /* read before MPI_Init_thread */
             else if (!strncmp(l, "threads=", 8) && atoi(l + 8) > 0)
@@ -332,6 +337,11 @@ static int one(const opts *o, const world *w, const char *name)
     clock_gettime(CLOCK_MONOTONIC, &pg.t0);
     pg.last = pg.t0;
     if (o->mode == 'z') {
+        char *abs = o->shared && name && w->nremote ? realpath(name, NULL) : NULL;
+        if (w->pump)
+            mpibz_pump_input(w->pump, abs);
+        for (int k = 0; w->remotes && k < w->nremote; k++)
+            w->remotes[k].path = abs;
         bz_compress_opts co = {o->level, o->threads, pg.on ? progress_cb : NULL, &pg, w->nremote, NULL, NULL,
                                NULL, NULL, o->single};
         if (w->pump) {
@@ -344,6 +354,17 @@ static int one(const opts *o, const world *w, const char *name)
         if (o->single) /* rank 0 compresses only when it is alone */
             co.threads = w->nremote ? 0 : 1;
         rc = bz_compress(in_fd, out, &co, &nin, &nout, msg, sizeof msg);
+        struct stat now;
+        if (abs && !rc && (fstat(in_fd, &now) || now.st_size != st.st_size || now.st_mtim.tv_sec != st.st_mtim.tv_sec ||
+                           now.st_mtim.tv_nsec != st.st_mtim.tv_nsec)) {
+            rc = 1; /* the workers may have read other bytes than rank 0 */
+            snprintf(msg, sizeof msg, "the file changed while it was compressed (--shared-input)");
+        }
+        if (w->pump)
+            mpibz_pump_input(w->pump, NULL);
+        for (int k = 0; w->remotes && k < w->nremote; k++)
+            w->remotes[k].path = NULL;
+        free(abs);
     } else {
         in = fdopen(in_fd, "rb");
         if (!in) {
@@ -484,7 +505,7 @@ int main(int argc, char **argv)
             w.remote_args = calloc((size_t)w.nremote + 1, sizeof *w.remote_args);
             for (int r = 1, k = 0; w.remotes && w.remote_args && r < size; r++)
                 for (int t = 0; t < counts[r]; t++, k++) {
-                    w.remotes[k] = (mpibz_remote){w.comm, r, MPIBZ_TAG + t};
+                    w.remotes[k] = (mpibz_remote){w.comm, r, MPIBZ_TAG + t, NULL, NULL, 0};
                     w.remote_args[k] = &w.remotes[k];
                 }
         }
@@ -518,6 +539,8 @@ quit:
         mpibz_remote_quit(&w.remotes[k]);
 out:
     mpibz_pump_free(w.pump);
+    for (int k = 0; k < w.nremote && w.remotes; k++)
+        free(w.remotes[k].where);
     free(w.remotes);
     free(w.remote_args);
     free(o.files);

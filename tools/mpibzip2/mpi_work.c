@@ -2,11 +2,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include "mpi_work.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { K_BLOCK = 1, K_RESULT = 2, K_QUIT = 3 };
 
@@ -54,12 +57,43 @@ static int recv_wait(void *p, size_t n, int from, int tag, MPI_Comm comm)
     return wait_req(&r);
 }
 
-int mpibz_remote_compress(void *arg, const unsigned char *data, size_t n, int raw, int level, bz_block *out)
+/* A block's "where" message (--shared-input): its offset, then the path. */
+static size_t where_msg(unsigned char **buf, size_t *cap, uint64_t start, const char *path)
 {
-    const mpibz_remote *r = arg;
-    uint32_t h[4] = {K_BLOCK, (uint32_t)level, (uint32_t)n, (uint32_t)raw};
+    size_t n = 8 + strlen(path) + 1;
+    if (n > *cap) {
+        unsigned char *b = realloc(*buf, n);
+        if (!b)
+            return 0;
+        *buf = b;
+        *cap = n;
+    }
+    memcpy(*buf, &start, 8);
+    memcpy(*buf + 8, path, n - 8);
+    return n;
+}
+
+/* The header of block b and where its bytes come from (kind BLOCK; the last
+ * word: 0 RLE1 bytes follow, 1 input bytes follow, 2 a "where" message). */
+static void block_header(uint32_t h[4], const bz_piece *b, int level, const char *path)
+{
+    h[0] = K_BLOCK;
+    h[1] = (uint32_t)level;
+    h[2] = (uint32_t)b->n;
+    h[3] = b->raw && path ? 2u : (uint32_t)b->raw;
+}
+
+int mpibz_remote_compress(void *arg, const bz_piece *b, int level, bz_block *out)
+{
+    mpibz_remote *r = arg;
+    uint32_t h[4];
     uint64_t nbits = 0;
-    if (send_wait(h, sizeof h, r->rank, r->tag, r->comm) || send_wait(data, n, r->rank, r->tag, r->comm) ||
+    block_header(h, b, level, r->path);
+    size_t wn = h[3] == 2 ? where_msg(&r->where, &r->wcap, b->start, r->path) : 0;
+    if (h[3] == 2 && !wn)
+        return -100;
+    if (send_wait(h, sizeof h, r->rank, r->tag, r->comm) ||
+        (wn ? send_wait(r->where, wn, r->rank, r->tag, r->comm) : send_wait(b->data, b->n, r->rank, r->tag, r->comm)) ||
         recv_wait(h, sizeof h, r->rank, r->tag, r->comm) || h[0] != K_RESULT)
         return -200;
     int rc = (int)(int32_t)h[2];
@@ -71,7 +105,7 @@ int mpibz_remote_compress(void *arg, const unsigned char *data, size_t n, int ra
     if (bytes > out->cap) {
         unsigned char *nb = realloc(out->bits, bytes);
         if (!nb)
-            return -100;
+            return -200; /* the bits are still on their way: this channel is out of step */
         out->bits = nb;
         out->cap = bytes;
     }
@@ -94,10 +128,13 @@ typedef struct chan {
     int rank, tag, h;       /* h: the block out there, -1 when idle */
     uint32_t out[4], hdr[4]; /* the block's header; the result's */
     MPI_Request send[2];
+    unsigned char *where;    /* the block's "where" message (--shared-input) */
+    size_t wcap;
 } chan;
 
 struct mpibz_pump {
     MPI_Comm comm;
+    const char *path; /* --shared-input: the input file, as the workers open it */
     int level, n;
     chan *c;
     MPI_Request *res; /* result header receive per channel (MPI_REQUEST_NULL when idle) */
@@ -117,7 +154,7 @@ mpibz_pump *mpibz_pump_new(MPI_Comm comm, int level, const int *counts, int size
     p->level = level;
     for (int r = 1; r < size; r++)
         for (int t = 0; t < counts[r]; t++, p->n++) {
-            p->c[p->n] = (chan){r, MPIBZ_TAG + t, -1, {0}, {0}, {MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
+            p->c[p->n] = (chan){r, MPIBZ_TAG + t, -1, {0}, {0}, {MPI_REQUEST_NULL, MPI_REQUEST_NULL}, NULL, 0};
             p->res[p->n] = MPI_REQUEST_NULL;
         }
     return p;
@@ -127,6 +164,8 @@ void mpibz_pump_free(mpibz_pump *p)
 {
     if (!p)
         return;
+    for (int k = 0; p->c && k < p->n; k++)
+        free(p->c[k].where);
     free(p->c);
     free(p->res);
     free(p);
@@ -178,20 +217,19 @@ int mpibz_pump_run(void *arg, bz_job *j, int may_block)
     for (int k = 0; k < p->n; k++) {
         chan *c = &p->c[k];
         if (c->h < 0 && more) {
-            const unsigned char *data;
-            size_t n;
-            int raw, h = bz_take(j, &data, &n, &raw);
+            bz_piece b;
+            int h = bz_take(j, &b);
             if (h < 0) {
                 more = 0; /* no block for the other idle channels either (but count the busy ones) */
                 continue;
             }
             c->h = h;
-            c->out[0] = K_BLOCK;
-            c->out[1] = (uint32_t)p->level;
-            c->out[2] = (uint32_t)n;
-            c->out[3] = (uint32_t)raw;
-            if (MPI_Isend(c->out, (int)sizeof c->out, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[0]) ||
-                MPI_Isend(data, (int)n, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[1]) ||
+            block_header(c->out, &b, p->level, p->path);
+            size_t wn = c->out[3] == 2 ? where_msg(&c->where, &c->wcap, b.start, p->path) : 0;
+            if ((c->out[3] == 2 && !wn) ||
+                MPI_Isend(c->out, (int)sizeof c->out, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[0]) ||
+                (wn ? MPI_Isend(c->where, (int)wn, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[1])
+                    : MPI_Isend(b.data, (int)b.n, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[1])) ||
                 MPI_Irecv(c->hdr, (int)sizeof c->hdr, MPI_BYTE, c->rank, c->tag, p->comm, &p->res[k]))
                 return -1;
             did = 1;
@@ -216,11 +254,16 @@ int mpibz_pump_run(void *arg, bz_job *j, int may_block)
     }
 }
 
+void mpibz_pump_input(mpibz_pump *p, const char *path)
+{
+    p->path = path;
+}
+
 int mpibz_pump_quit(mpibz_pump *p)
 {
     int rc = 0;
     for (int k = 0; p && k < p->n; k++) {
-        mpibz_remote r = {p->comm, p->c[k].rank, p->c[k].tag};
+        mpibz_remote r = {p->comm, p->c[k].rank, p->c[k].tag, NULL, NULL, 0};
         rc |= mpibz_remote_quit(&r);
     }
     return rc;
@@ -272,16 +315,45 @@ static void *wthread_main(void *arg)
 
 /* A header arrived on c: BLOCK brings its bytes (returns 0), QUIT closes
  * the channel (1); -1 on failure. The caller sets c->state. */
-static int take_block(MPI_Comm comm, wchan *c)
+/* The input file of --shared-input blocks, kept open between blocks. */
+typedef struct winput {
+    int fd;
+    char *path;
+} winput;
+
+/* Reads n bytes at start of path into dst. 0, or -1. */
+static int read_at(winput *in, const char *path, uint64_t start, unsigned char *dst, size_t n)
+{
+    if (!in->path || strcmp(in->path, path)) {
+        if (in->fd >= 0)
+            close(in->fd);
+        free(in->path);
+        in->path = strdup(path);
+        in->fd = in->path ? open(path, O_RDONLY) : -1;
+    }
+    if (in->fd < 0 || start > (uint64_t)INT64_MAX - n)
+        return -1;
+    for (size_t got = 0; got < n;) {
+        ssize_t r = pread(in->fd, dst + got, n - got, (off_t)(start + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static int take_block(MPI_Comm comm, wchan *c, winput *in)
 {
     if (c->hdr[0] == K_QUIT)
         return wait_all(3, c->send) ? -1 : 1;
     if (c->hdr[0] != K_BLOCK || c->hdr[1] < 1 || c->hdr[1] > 9 || c->hdr[2] > bz_cutter_cap((int)c->hdr[1]) ||
-        c->hdr[3] > 1)
+        c->hdr[3] > 2)
         return -1;
     c->n = c->hdr[2];
     c->level = (int)c->hdr[1];
-    c->raw = (int)c->hdr[3];
+    c->raw = c->hdr[3] != 0;
     if (c->n > c->cap) {
         unsigned char *p = realloc(c->data, c->n);
         if (!p)
@@ -290,10 +362,20 @@ static int take_block(MPI_Comm comm, wchan *c)
         c->cap = c->n;
     }
     /* the previous result's sends are done before its buffers are reused */
-    if (wait_all(3, c->send) ||
-        MPI_Recv(c->data, (int)c->n, MPI_BYTE, 0, c->tag, comm, MPI_STATUS_IGNORE))
+    if (wait_all(3, c->send))
         return -1;
-    return 0;
+    if (c->hdr[3] != 2)
+        return MPI_Recv(c->data, (int)c->n, MPI_BYTE, 0, c->tag, comm, MPI_STATUS_IGNORE) ? -1 : 0;
+    /* --shared-input: the block's offset and the file's path; read it here */
+    unsigned char w[8 + 4097];
+    MPI_Status st;
+    int len = 0;
+    uint64_t start;
+    if (MPI_Probe(0, c->tag, comm, &st) || MPI_Get_count(&st, MPI_BYTE, &len) || len < 10 || len > (int)sizeof w ||
+        MPI_Recv(w, len, MPI_BYTE, 0, c->tag, comm, MPI_STATUS_IGNORE) || w[len - 1] != 0)
+        return -1;
+    memcpy(&start, w, 8);
+    return read_at(in, (const char *)w + 8, start, c->data, c->n) ? 2 : 0;
 }
 
 /* c's block is compressed: send the result, wait for the next header (the
@@ -322,6 +404,7 @@ int mpibz_thread_counts(MPI_Comm comm, int *counts)
 int mpibz_worker(MPI_Comm comm, int threads, int use_threads)
 {
     int nch = use_threads ? threads : 1, started = 0, rc = 0, open;
+    winput in = {-1, NULL};
     wshared sh = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     wchan *c = calloc((size_t)nch, sizeof *c);
     MPI_Request *hreq = calloc((size_t)nch, sizeof *hreq);
@@ -351,29 +434,31 @@ int mpibz_worker(MPI_Comm comm, int threads, int use_threads)
     while (open > 0) {
         int did = 0, k = MPI_UNDEFINED, flag = 0;
         if (!use_threads) { /* one channel, compressed by this thread: block in MPI */
-            int t = MPI_Wait(&hreq[0], MPI_STATUS_IGNORE) ? -1 : take_block(comm, &c[0]);
+            int t = MPI_Wait(&hreq[0], MPI_STATUS_IGNORE) ? -1 : take_block(comm, &c[0], &in);
             if (t < 0)
                 goto fail;
             if (t == 1) {
                 open--;
                 continue;
             }
-            c[0].rc = bz_block_compress(c[0].data, c[0].n, c[0].raw, c[0].level, &c[0].b);
+            c[0].rc = t == 2 ? -300 : bz_block_compress(c[0].data, c[0].n, c[0].raw, c[0].level, &c[0].b);
             if (give_result(comm, &c[0], &hreq[0]))
                 goto fail;
             continue;
         }
         /* arrivals */
         while (MPI_Testany(started, hreq, &k, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && k != MPI_UNDEFINED) {
-            int t = take_block(comm, &c[k]);
+            int t = take_block(comm, &c[k], &in);
             if (t < 0)
                 goto fail;
             pthread_mutex_lock(&sh.mu);
-            c[k].state = t ? W_CLOSED : W_WORK;
-            c[k].done = 0;
+            c[k].state = t == 1 ? W_CLOSED : W_WORK;
+            c[k].done = t == 2; /* unreadable: answered without compressing */
+            if (t == 2)
+                c[k].rc = -300;
             pthread_cond_broadcast(&sh.cv);
             pthread_mutex_unlock(&sh.mu);
-            open -= t;
+            open -= t == 1;
             did = 1;
         }
         /* results */
@@ -414,5 +499,8 @@ out:
     }
     free(c);
     free(hreq);
+    if (in.fd >= 0)
+        close(in.fd);
+    free(in.path);
     return rc;
 }

@@ -14,7 +14,9 @@
  *
  * Messages, per channel: a 16-byte header (four uint32: kind, level, n or
  * rc, raw flag or crc), then BLOCK: the block's n bytes (input bytes if
- * raw, else RLE1 bytes); RESULT with rc 0: the bits'
+ * raw is 1, RLE1 bytes if 0) or, with --shared-input (raw 2), a "where"
+ * message (uint64 offset, then the input file's path), from which the
+ * worker reads the block itself; RESULT with rc 0: the bits'
  * length (uint64) and the bits; QUIT ends the channel. Threaded waits poll
  * with MPI_Test and short sleeps (10 us .. 1 ms): MPICH's blocking calls
  * spin, and on a machine with fewer cores than threads a spinning waiter
@@ -35,10 +37,13 @@
 typedef struct mpibz_remote {
     MPI_Comm comm;
     int rank, tag;
+    const char *path;     /* --shared-input: the input file (else NULL: blocks' bytes are sent) */
+    unsigned char *where; /* buffer of the "where" message */
+    size_t wcap;
 } mpibz_remote;
 
 /* A remote compressor for bz_compress_opts.remote (arg: mpibz_remote *). */
-int mpibz_remote_compress(void *arg, const unsigned char *data, size_t n, int raw, int level, bz_block *out);
+int mpibz_remote_compress(void *arg, const bz_piece *b, int level, bz_block *out);
 /* Tells the worker channel behind r to stop. */
 int mpibz_remote_quit(const mpibz_remote *r);
 
@@ -47,6 +52,9 @@ typedef struct mpibz_pump mpibz_pump;
 mpibz_pump *mpibz_pump_new(MPI_Comm comm, int level, const int *counts, int size);
 /* bz_compress_opts.pump (arg: mpibz_pump *). */
 int mpibz_pump_run(void *arg, bz_job *j, int may_block);
+/* --shared-input: the workers read the input bytes of blocks from path
+ * themselves (NULL: the blocks' bytes are sent). */
+void mpibz_pump_input(mpibz_pump *p, const char *path);
 /* QUIT to every channel. */
 int mpibz_pump_quit(mpibz_pump *p);
 void mpibz_pump_free(mpibz_pump *p);
