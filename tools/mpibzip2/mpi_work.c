@@ -276,6 +276,7 @@ typedef struct wchan {
     uint32_t hdr[4], res[4];
     uint64_t nbits;
     MPI_Request send[3];
+    MPI_Request dreq;   /* without threads: the block's bytes, received while another block compresses */
     unsigned char *data;
     size_t cap, n;
     int level, raw, rc, done;
@@ -354,25 +355,36 @@ static int take_block(MPI_Comm comm, wchan *c, winput *in)
     c->n = c->hdr[2];
     c->level = (int)c->hdr[1];
     c->raw = c->hdr[3] != 0;
-    if (c->n > c->cap) {
-        unsigned char *p = realloc(c->data, c->n);
-        if (!p)
-            return -1;
-        c->data = p;
-        c->cap = c->n;
-    }
-    /* the previous result's sends are done before its buffers are reused */
-    if (wait_all(3, c->send))
-        return -1;
-    if (c->hdr[3] != 2)
-        return MPI_Recv(c->data, (int)c->n, MPI_BYTE, 0, c->tag, comm, MPI_STATUS_IGNORE) ? -1 : 0;
-    /* --shared-input: the block's offset and the file's path; read it here */
     unsigned char w[8 + 4097];
     MPI_Status st;
     int len = 0;
     uint64_t start;
-    if (MPI_Probe(0, c->tag, comm, &st) || MPI_Get_count(&st, MPI_BYTE, &len) || len < 10 || len > (int)sizeof w ||
-        MPI_Recv(w, len, MPI_BYTE, 0, c->tag, comm, MPI_STATUS_IGNORE) || w[len - 1] != 0)
+    /* the previous result's sends are done before its buffers are reused */
+    if (wait_all(3, c->send))
+        return -1;
+    if (c->dreq != MPI_REQUEST_NULL) { /* pre-posted: the block's bytes, or its "where" message */
+        if (MPI_Wait(&c->dreq, &st) || MPI_Get_count(&st, MPI_BYTE, &len) ||
+            (c->hdr[3] != 2 && (size_t)len != c->n) || (c->hdr[3] == 2 && (len < 10 || len > (int)sizeof w)))
+            return -1;
+        if (c->hdr[3] != 2)
+            return 0;
+        memcpy(w, c->data, (size_t)len);
+    } else {
+        if (c->n > c->cap) {
+            unsigned char *p = realloc(c->data, c->n);
+            if (!p)
+                return -1;
+            c->data = p;
+            c->cap = c->n;
+        }
+        if (c->hdr[3] != 2)
+            return MPI_Recv(c->data, (int)c->n, MPI_BYTE, 0, c->tag, comm, MPI_STATUS_IGNORE) ? -1 : 0;
+        /* --shared-input: the block's offset and the file's path */
+        if (MPI_Probe(0, c->tag, comm, &st) || MPI_Get_count(&st, MPI_BYTE, &len) || len < 10 ||
+            len > (int)sizeof w || MPI_Recv(w, len, MPI_BYTE, 0, c->tag, comm, MPI_STATUS_IGNORE))
+            return -1;
+    }
+    if (w[len - 1] != 0)
         return -1;
     memcpy(&start, w, 8);
     return read_at(in, (const char *)w + 8, start, c->data, c->n) ? 2 : 0;
@@ -395,6 +407,14 @@ static int give_result(MPI_Comm comm, wchan *c, MPI_Request *hreq)
     return MPI_Irecv(c->hdr, (int)sizeof c->hdr, MPI_BYTE, 0, c->tag, comm, hreq) ? -1 : 0;
 }
 
+/* Without threads: the next block's bytes (or "where" message) may arrive at
+ * any time into c->data (bz_cutter_cap(9) bytes, enough for any level). */
+static int post_data(MPI_Comm comm, wchan *c)
+{
+    c->cap = bz_cutter_cap(9);
+    return MPI_Irecv(c->data, (int)c->cap, MPI_BYTE, 0, c->tag, comm, &c->dreq) ? -1 : 0;
+}
+
 int mpibz_thread_counts(MPI_Comm comm, int *counts)
 {
     int none = 0;
@@ -403,7 +423,8 @@ int mpibz_thread_counts(MPI_Comm comm, int *counts)
 
 int mpibz_worker(MPI_Comm comm, int threads, int use_threads)
 {
-    int nch = use_threads ? threads : 1, started = 0, rc = 0, open;
+    /* without threads, two channels served in turn: one block's bytes arrive while the other compresses */
+    int nch = use_threads ? threads : 2, started = 0, rc = 0, open;
     winput in = {-1, NULL};
     wshared sh = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     wchan *c = calloc((size_t)nch, sizeof *c);
@@ -414,14 +435,20 @@ int mpibz_worker(MPI_Comm comm, int threads, int use_threads)
         wchan *w = &c[started];
         w->tag = MPIBZ_TAG + started;
         w->sh = &sh;
+        w->dreq = MPI_REQUEST_NULL;
         for (int i = 0; i < 3; i++)
             w->send[i] = MPI_REQUEST_NULL;
+        if (!use_threads && !(w->data = malloc(bz_cutter_cap(9)))) {
+            rc = 1;
+            break;
+        }
         if (use_threads) {
             if (pthread_create(&w->th, NULL, wthread_main, w))
                 break;
             w->have_thread = 1;
         }
-        if (MPI_Irecv(w->hdr, (int)sizeof w->hdr, MPI_BYTE, 0, w->tag, comm, &hreq[started])) {
+        if (MPI_Irecv(w->hdr, (int)sizeof w->hdr, MPI_BYTE, 0, w->tag, comm, &hreq[started]) ||
+            (!use_threads && post_data(comm, w))) { /* header first, then bytes */
             rc = 1;
             break;
         }
@@ -433,16 +460,17 @@ int mpibz_worker(MPI_Comm comm, int threads, int use_threads)
     long ns = 10000;
     while (open > 0) {
         int did = 0, k = MPI_UNDEFINED, flag = 0;
-        if (!use_threads) { /* one channel, compressed by this thread: block in MPI */
-            int t = MPI_Wait(&hreq[0], MPI_STATUS_IGNORE) ? -1 : take_block(comm, &c[0], &in);
+        if (!use_threads) { /* channels compressed by this thread in turn: block in MPI */
+            int t = MPI_Waitany(started, hreq, &k, MPI_STATUS_IGNORE) || k == MPI_UNDEFINED
+                        ? -1 : take_block(comm, &c[k], &in);
             if (t < 0)
                 goto fail;
             if (t == 1) {
                 open--;
                 continue;
             }
-            c[0].rc = t == 2 ? -300 : bz_block_compress(c[0].data, c[0].n, c[0].raw, c[0].level, &c[0].b);
-            if (give_result(comm, &c[0], &hreq[0]))
+            c[k].rc = t == 2 ? -300 : bz_block_compress(c[k].data, c[k].n, c[k].raw, c[k].level, &c[k].b);
+            if (give_result(comm, &c[k], &hreq[k]) || post_data(comm, &c[k])) /* header first, then bytes */
                 goto fail;
             continue;
         }
@@ -494,6 +522,11 @@ out:
             pthread_join(c[i].th, NULL);
         if (!rc)
             wait_all(3, c[i].send);
+        if (c[i].dreq != MPI_REQUEST_NULL) { /* no block came after QUIT */
+            MPI_Status st;
+            MPI_Cancel(&c[i].dreq);
+            MPI_Wait(&c[i].dreq, &st);
+        }
         free(c[i].data);
         bz_block_free(&c[i].b);
     }
