@@ -663,22 +663,24 @@ static void test_corrupt(void)
             expect_corrupt(what, &x, &data, &rf, b, needle, th);
             free(x.p);
         }
-        buf x = copy_buf(&z);
-        flip(&x, rf.start[1] + 48 + 3);
-        expect_corrupt("flip in the CRC of block 2", &x, &data, &rf, 1, "block 2", th);
-        free(x.p);
-        x = copy_buf(&z);
-        flip(&x, rf.start[1] + 10);
-        expect_corrupt("flip in the magic of block 2", &x, &data, &rf, 0, "data integrity error", th);
-        free(x.p);
-        x = copy_buf(&z);
-        flip(&x, rf.eos[0] + 48 + 7);
-        expect_corrupt("wrong stream CRC", &x, &data, &rf, 2, "stream CRC", th);
-        free(x.p);
-        x = copy_buf(&z);
-        flip(&x, rf.eos[0] + 20);
-        expect_corrupt("flip in the end-of-stream magic", &x, &data, &rf, 2, "data integrity error in block 3", th);
-        free(x.p);
+        /* single bit flips: where, blocks written, what the message says */
+        struct {
+            const char *what;
+            uint64_t bit;
+            int blocks;
+            const char *needle;
+        } flips[] = {
+            {"flip in the CRC of block 2", rf.start[1] + 48 + 3, 1, "block 2"},
+            {"flip in the magic of block 2", rf.start[1] + 10, 0, "data integrity error"},
+            {"wrong stream CRC", rf.eos[0] + 48 + 7, 2, "stream CRC"},
+            {"flip in the end-of-stream magic", rf.eos[0] + 20, 2, "data integrity error in block 3"},
+        };
+        for (size_t f = 0; f < sizeof flips / sizeof flips[0]; f++) {
+            buf x = copy_buf(&z);
+            flip(&x, flips[f].bit);
+            expect_corrupt(flips[f].what, &x, &data, &rf, flips[f].blocks, flips[f].needle, th);
+            free(x.p);
+        }
 
         /* truncations: where, blocks written */
         struct {

@@ -231,13 +231,8 @@ static int extract(const unsigned char *z, size_t zl, int level, bz_block *b)
     if (found != 1 || end <= 32 + 80)
         return -100;
     size_t bytes = (size_t)((end - 32 + 7) / 8);
-    if (bytes > b->cap) {
-        unsigned char *nb = realloc(b->bits, bytes);
-        if (!nb)
-            return -100;
-        b->bits = nb;
-        b->cap = bytes;
-    }
+    if (bz_block_reserve(b, bytes))
+        return -100;
     memcpy(b->bits, z + 4, bytes); /* the block starts on a byte: right after "BZh?" */
     b->nbits = end - 32;
     b->crc = crc;
@@ -302,6 +297,18 @@ int bz_block_compress(const unsigned char *data, size_t n, int raw, int level, b
         rc = !raw && u.same == 4 ? -100 : extract(z, len, level, b);
     free(z);
     return rc;
+}
+
+int bz_block_reserve(bz_block *b, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return 0;
+    unsigned char *nb = realloc(b->bits, bytes);
+    if (!nb)
+        return -1;
+    b->bits = nb;
+    b->cap = bytes;
+    return 0;
 }
 
 void bz_block_free(bz_block *b)

@@ -77,6 +77,8 @@ typedef struct bz_block {
  * Returns 0, or a negative libbz2 error code / -100 (memory, or a stream of
  * an unexpected shape). */
 int bz_block_compress(const unsigned char *data, size_t n, int raw, int level, bz_block *b);
+/* Makes room for `bytes` bytes of bits (keeping them). 0, or -1 if memory is short. */
+int bz_block_reserve(bz_block *b, size_t bytes);
 void bz_block_free(bz_block *b);
 
 /* Writes one bzip2 stream to a FILE. */

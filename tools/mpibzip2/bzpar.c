@@ -240,6 +240,43 @@ static void *compressor(void *arg)
     return NULL;
 }
 
+/* The writer has nothing to write yet (mu held, and held again on return):
+ * compress a block itself (no_threads, alone), drive the remote channels
+ * (pump), or wait for a local compressor. */
+static void idle(job *j, int inline_compress, long *nap_ns)
+{
+    const bz_compress_opts *o = j->o;
+    if (!o->pump && !o->no_threads) {
+        pthread_cond_wait(&j->cv_done, &j->mu);
+        return;
+    }
+    pthread_mutex_unlock(&j->mu);
+    bz_piece b;
+    int h, p = 0;
+    if (inline_compress && (h = bz_take(j, &b)) >= 0)
+        bz_put(j, h, bz_block_compress(b.data, b.n, b.raw, o->level, bz_out(j, h)));
+    else if (o->pump)
+        p = o->pump(o->pump_arg, j, o->no_threads); /* without threads, nothing else can move */
+    if (p < 0)
+        fail(j, 1, "lost a worker", 0);
+    pthread_mutex_lock(&j->mu);
+    if (o->no_threads || p > 0) {
+        *nap_ns = 20000;
+        return;
+    }
+    /* nothing moved: wait for a local block or a short while */
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_nsec += *nap_ns;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&j->cv_done, &j->mu, &t);
+    if (*nap_ns < 1000000)
+        *nap_ns *= 2;
+}
+
 int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_total, uint64_t *out_total,
                 char *msg, size_t msglen)
 {
@@ -295,40 +332,7 @@ int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_to
         if (!s) {
             if (j.stop || (j.eof && j.nwritten == j.nread))
                 break;
-            if (o->no_threads) {
-                pthread_mutex_unlock(&j.mu);
-                bz_piece b;
-                int h, p = 0;
-                if (inline_compress && (h = bz_take(&j, &b)) >= 0)
-                    bz_put(&j, h, bz_block_compress(b.data, b.n, b.raw, o->level, bz_out(&j, h)));
-                else if (o->pump)
-                    p = o->pump(o->pump_arg, &j, 1);
-                if (p < 0)
-                    fail(&j, 1, "lost a worker", 0);
-                pthread_mutex_lock(&j.mu);
-            } else if (o->pump) {
-                pthread_mutex_unlock(&j.mu);
-                int p = o->pump(o->pump_arg, &j, 0);
-                if (p < 0)
-                    fail(&j, 1, "lost a worker", 0);
-                pthread_mutex_lock(&j.mu);
-                if (p > 0) {
-                    nap_ns = 20000;
-                } else { /* nothing moved: wait for a local block or a short while */
-                    struct timespec t;
-                    clock_gettime(CLOCK_REALTIME, &t);
-                    t.tv_nsec += nap_ns;
-                    if (t.tv_nsec >= 1000000000L) {
-                        t.tv_sec++;
-                        t.tv_nsec -= 1000000000L;
-                    }
-                    pthread_cond_timedwait(&j.cv_done, &j.mu, &t);
-                    if (nap_ns < 1000000)
-                        nap_ns *= 2;
-                }
-            } else {
-                pthread_cond_wait(&j.cv_done, &j.mu);
-            }
+            idle(&j, inline_compress, &nap_ns);
             continue;
         }
         pthread_mutex_unlock(&j.mu);

@@ -70,6 +70,62 @@ static int asked_level(const char *s)
                                       : -1;
 }
 
+/* A one-letter flag (bzip2's, besides -n). Returns 0, 1 (unknown: said if
+ * loud), or -1 (help or version printed). */
+static int flag(opts *o, char c, int loud)
+{
+    switch (c) {
+    case 'z': o->mode = 'z'; return 0;
+    case 'd': o->mode = 'd'; return 0;
+    case 't': o->mode = 't'; return 0;
+    case 'c': o->to_stdout = 1; return 0;
+    case 'k': o->keep = 1; return 0;
+    case 'f': o->force = 1; return 0;
+    case 'v': o->verbose++; return 0;
+    case 'q': o->quiet = 1; return 0;
+    case 's': return 0; /* bzip2's "small" decompression mode: accepted, no effect */
+    case 'h':
+        if (loud)
+            usage(stdout);
+        return -1;
+    case 'V':
+        if (loud)
+            printf("mpibzip2 " VERSION " (libbz2 %s)\n", BZ2_bzlibVersion());
+        return -1;
+    default:
+        if (c >= '1' && c <= '9') {
+            o->level = c - '0';
+            return 0;
+        }
+        if (loud)
+            fprintf(stderr, "mpibzip2: unknown option -%c (mpibzip2 --help)\n", c);
+        return 1;
+    }
+}
+
+/* bzip2's long options, as the one-letter flag each stands for. */
+static const struct {
+    const char *name;
+    char flag;
+} long_flags[] = {{"compress", 'z'}, {"decompress", 'd'}, {"test", 't'},  {"stdout", 'c'},
+                  {"keep", 'k'},     {"force", 'f'},      {"verbose", 'v'}, {"quiet", 'q'},
+                  {"fast", '1'},     {"best", '9'},       {"help", 'h'},    {"version", 'V'}};
+#define NLONG ((int)(sizeof long_flags / sizeof long_flags[0]))
+
+/* -n N / --threads=N. 0, or 1 (said if loud). */
+static int thread_count(opts *o, const char *v, int loud)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || n < 1 || n > 4096) {
+        if (loud)
+            fprintf(stderr, "mpibzip2: -n needs a thread count from 1 to 4096, not '%s'\n", v);
+        return 1;
+    }
+    o->threads = (int)n;
+    return 0;
+}
+
 /* Parses argv into o. Returns 0, or 1 (bad usage, message printed if loud), or -1 (help/version done). */
 static int parse(int argc, char **argv, opts *o, int loud)
 {
@@ -92,42 +148,22 @@ static int parse(int argc, char **argv, opts *o, int loud)
             only_files = 1;
         } else if (a[1] == '-') {
             const char *l = a + 2;
-            if (!strcmp(l, "compress"))
-                o->mode = 'z';
-            else if (!strcmp(l, "decompress"))
-                o->mode = 'd';
-            else if (!strcmp(l, "test"))
-                o->mode = 't';
-            else if (!strcmp(l, "stdout"))
-                o->to_stdout = 1;
-            else if (!strcmp(l, "keep"))
-                o->keep = 1;
-            else if (!strcmp(l, "force"))
-                o->force = 1;
-            else if (!strcmp(l, "verbose"))
-                o->verbose++;
-            else if (!strcmp(l, "quiet"))
-                o->quiet = 1;
-            else if (!strcmp(l, "fast"))
-                o->level = 1;
-            else if (!strcmp(l, "best"))
-                o->level = 9;
-            else if (!strcmp(l, "single-threaded"))
+            int k = 0;
+            while (k < NLONG && strcmp(l, long_flags[k].name))
+                k++;
+            if (k < NLONG) {
+                int r = flag(o, long_flags[k].flag, loud);
+                if (r)
+                    return r;
+            } else if (!strcmp(l, "single-threaded")) {
                 o->single = 1;
-            else if (!strcmp(l, "shared-input"))
+            } else if (!strcmp(l, "shared-input")) {
                 o->shared = 1;
-            else if (!strncmp(l, "thread-level=", 13) && asked_level(l + 13) >= 0)
-                ; /* read before MPI_Init_thread */
-            else if (!strncmp(l, "threads=", 8) && atoi(l + 8) > 0)
-                o->threads = atoi(l + 8);
-            else if (!strcmp(l, "help")) {
-                if (loud)
-                    usage(stdout);
-                return -1;
-            } else if (!strcmp(l, "version")) {
-                if (loud)
-                    printf("mpibzip2 " VERSION " (libbz2 %s)\n", BZ2_bzlibVersion());
-                return -1;
+            } else if (!strncmp(l, "thread-level=", 13) && asked_level(l + 13) >= 0) {
+                /* read before MPI_Init_thread */
+            } else if (!strncmp(l, "threads=", 8)) {
+                if (thread_count(o, l + 8, loud))
+                    return 1;
             } else {
                 if (loud)
                     fprintf(stderr, "mpibzip2: unknown option %s (mpibzip2 --help)\n", a);
@@ -135,48 +171,16 @@ static int parse(int argc, char **argv, opts *o, int loud)
             }
         } else {
             for (const char *p = a + 1; *p; p++) {
-                switch (*p) {
-                case 'z': o->mode = 'z'; break;
-                case 'd': o->mode = 'd'; break;
-                case 't': o->mode = 't'; break;
-                case 'c': o->to_stdout = 1; break;
-                case 'k': o->keep = 1; break;
-                case 'f': o->force = 1; break;
-                case 'v': o->verbose++; break;
-                case 'q': o->quiet = 1; break;
-                case 's': break; /* bzip2's "small" decompression mode: accepted, no effect */
-                case 'h':
-                    if (loud)
-                        usage(stdout);
-                    return -1;
-                case 'V':
-                    if (loud)
-                        printf("mpibzip2 " VERSION " (libbz2 %s)\n", BZ2_bzlibVersion());
-                    return -1;
-                case 'n': {
-                    const char *v = p[1] ? p + 1 : (i + 1 < argc ? argv[++i] : "");
-                    char *end;
-                    long n = strtol(v, &end, 10);
-                    if (*end || n < 1 || n > 4096) {
-                        if (loud)
-                            fprintf(stderr, "mpibzip2: -n needs a thread count from 1 to 4096, not '%s'\n", v);
+                if (*p == 'n') { /* the rest of this argument, or the next one, is the count */
+                    if (thread_count(o, p[1] ? p + 1 : (i + 1 < argc ? argv[++i] : ""), loud))
                         return 1;
-                    }
-                    o->threads = (int)n;
-                    goto next_arg; /* the rest of this argument was the count */
+                    break;
                 }
-                default:
-                    if (*p >= '1' && *p <= '9') {
-                        o->level = *p - '0';
-                        break;
-                    }
-                    if (loud)
-                        fprintf(stderr, "mpibzip2: unknown option -%c (mpibzip2 --help)\n", *p);
-                    return 1;
-                }
+                int r = flag(o, *p, loud);
+                if (r)
+                    return r;
             }
         }
-    next_arg:;
     }
     return 0;
 }
@@ -264,6 +268,15 @@ typedef struct world {
     mpibz_pump *pump;       /* below MULTIPLE, or --single-threaded: driven by the writing thread */
 } world;
 
+/* --shared-input: the workers read blocks from path (NULL: blocks are sent). */
+static void shared_input(const world *w, const char *path)
+{
+    if (w->pump)
+        mpibz_pump_input(w->pump, path);
+    for (int k = 0; w->remotes && k < w->nremote; k++)
+        w->remotes[k].path = path;
+}
+
 /* Runs one file (or stdin when name is NULL). Returns the exit code for it. */
 static int one(const opts *o, const world *w, const char *name)
 {
@@ -338,10 +351,7 @@ static int one(const opts *o, const world *w, const char *name)
     pg.last = pg.t0;
     if (o->mode == 'z') {
         char *abs = o->shared && name && w->nremote ? realpath(name, NULL) : NULL;
-        if (w->pump)
-            mpibz_pump_input(w->pump, abs);
-        for (int k = 0; w->remotes && k < w->nremote; k++)
-            w->remotes[k].path = abs;
+        shared_input(w, abs);
         bz_compress_opts co = {o->level, o->threads, pg.on ? progress_cb : NULL, &pg, w->nremote, NULL, NULL,
                                NULL, NULL, o->single};
         if (w->pump) {
@@ -360,10 +370,7 @@ static int one(const opts *o, const world *w, const char *name)
             rc = 1; /* the workers may have read other bytes than rank 0 */
             snprintf(msg, sizeof msg, "the file changed while it was compressed (--shared-input)");
         }
-        if (w->pump)
-            mpibz_pump_input(w->pump, NULL);
-        for (int k = 0; w->remotes && k < w->nremote; k++)
-            w->remotes[k].path = NULL;
+        shared_input(w, NULL);
         free(abs);
     } else {
         in = fdopen(in_fd, "rb");

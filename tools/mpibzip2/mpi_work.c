@@ -13,6 +13,8 @@
 
 enum { K_BLOCK = 1, K_RESULT = 2, K_QUIT = 3 };
 
+#define BLOCK_CAP bz_cutter_cap(9) /* a block's bytes at any level */
+
 static void nap(long *ns)
 {
     struct timespec t = {0, *ns};
@@ -57,6 +59,32 @@ static int recv_wait(void *p, size_t n, int from, int tag, MPI_Comm comm)
     return wait_req(&r);
 }
 
+/* A blocking receive (where nothing else has to go on meanwhile). */
+static int recv_now(void *p, size_t n, int from, int tag, MPI_Comm comm)
+{
+    return n > INT32_MAX || MPI_Recv(p, (int)n, MPI_BYTE, from, tag, comm, MPI_STATUS_IGNORE) != MPI_SUCCESS ? -1 : 0;
+}
+
+/* The rest of a result whose header h came from (rank, tag), received with
+ * recv: returns the worker's rc (0: b holds the bits), or -200 if the
+ * channel failed (also when b cannot grow: the bits are still on their way,
+ * so the channel is out of step). */
+static int recv_result(const uint32_t h[4], bz_block *b, int (*recv)(void *, size_t, int, int, MPI_Comm), int rank,
+                       int tag, MPI_Comm comm)
+{
+    uint64_t nbits;
+    if (h[0] != K_RESULT)
+        return -200;
+    if (h[2])
+        return (int)(int32_t)h[2];
+    if (recv(&nbits, sizeof nbits, rank, tag, comm) || bz_block_reserve(b, (size_t)((nbits + 7) / 8)) ||
+        recv(b->bits, (size_t)((nbits + 7) / 8), rank, tag, comm))
+        return -200;
+    b->nbits = nbits;
+    b->crc = h[3];
+    return 0;
+}
+
 /* A block's "where" message (--shared-input): its offset, then the path. */
 static size_t where_msg(unsigned char **buf, size_t *cap, uint64_t start, const char *path)
 {
@@ -87,33 +115,15 @@ int mpibz_remote_compress(void *arg, const bz_piece *b, int level, bz_block *out
 {
     mpibz_remote *r = arg;
     uint32_t h[4];
-    uint64_t nbits = 0;
     block_header(h, b, level, r->path);
     size_t wn = h[3] == 2 ? where_msg(&r->where, &r->wcap, b->start, r->path) : 0;
     if (h[3] == 2 && !wn)
         return -100;
     if (send_wait(h, sizeof h, r->rank, r->tag, r->comm) ||
         (wn ? send_wait(r->where, wn, r->rank, r->tag, r->comm) : send_wait(b->data, b->n, r->rank, r->tag, r->comm)) ||
-        recv_wait(h, sizeof h, r->rank, r->tag, r->comm) || h[0] != K_RESULT)
+        recv_wait(h, sizeof h, r->rank, r->tag, r->comm))
         return -200;
-    int rc = (int)(int32_t)h[2];
-    if (rc)
-        return rc;
-    if (recv_wait(&nbits, sizeof nbits, r->rank, r->tag, r->comm))
-        return -200;
-    size_t bytes = (size_t)((nbits + 7) / 8);
-    if (bytes > out->cap) {
-        unsigned char *nb = realloc(out->bits, bytes);
-        if (!nb)
-            return -200; /* the bits are still on their way: this channel is out of step */
-        out->bits = nb;
-        out->cap = bytes;
-    }
-    if (recv_wait(out->bits, bytes, r->rank, r->tag, r->comm))
-        return -200;
-    out->nbits = nbits;
-    out->crc = h[3];
-    return 0;
+    return recv_result(h, out, recv_wait, r->rank, r->tag, r->comm);
 }
 
 int mpibz_remote_quit(const mpibz_remote *r)
@@ -171,40 +181,14 @@ void mpibz_pump_free(mpibz_pump *p)
     free(p);
 }
 
-/* The result of channel k's block has its header in c->hdr: receive the rest. */
+/* The result of channel c's block has its header in c->hdr: receive the rest. */
 static int collect(mpibz_pump *p, bz_job *j, chan *c)
 {
-    if (wait_all(2, c->send) || c->hdr[0] != K_RESULT)
+    if (wait_all(2, c->send))
         return -1;
-    int rc = (int)(int32_t)c->hdr[2];
-    bz_block *b = bz_out(j, c->h);
-    if (rc == 0) {
-        uint64_t nbits;
-        if (MPI_Recv(&nbits, (int)sizeof nbits, MPI_BYTE, c->rank, c->tag, p->comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            return -1;
-        size_t bytes = (size_t)((nbits + 7) / 8);
-        if (bytes > INT32_MAX)
-            return -1;
-        if (bytes > b->cap) {
-            unsigned char *nb = realloc(b->bits, bytes);
-            if (!nb) {
-                rc = -100; /* the bits still have to be received: into a scratch buffer */
-                unsigned char *tmp = malloc(bytes ? bytes : 1);
-                int e = !tmp || MPI_Recv(tmp, (int)bytes, MPI_BYTE, c->rank, c->tag, p->comm, MPI_STATUS_IGNORE);
-                free(tmp);
-                if (e)
-                    return -1;
-                goto done;
-            }
-            b->bits = nb;
-            b->cap = bytes;
-        }
-        if (MPI_Recv(b->bits, (int)bytes, MPI_BYTE, c->rank, c->tag, p->comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            return -1;
-        b->nbits = nbits;
-        b->crc = c->hdr[3];
-    }
-done:
+    int rc = recv_result(c->hdr, bz_out(j, c->h), recv_now, c->rank, c->tag, p->comm);
+    if (rc == -200)
+        return -1;
     bz_put(j, c->h, rc);
     c->h = -1;
     return 0;
@@ -276,9 +260,9 @@ typedef struct wchan {
     uint32_t hdr[4], res[4];
     uint64_t nbits;
     MPI_Request send[3];
-    MPI_Request dreq;   /* without threads: the block's bytes, received while another block compresses */
-    unsigned char *data;
-    size_t cap, n;
+    MPI_Request dreq;   /* the next block's bytes (or "where" message), posted with its header's receive */
+    unsigned char *data; /* BLOCK_CAP bytes */
+    size_t n;
     int level, raw, rc, done;
     bz_block b;
     pthread_t th;
@@ -314,8 +298,6 @@ static void *wthread_main(void *arg)
     return NULL;
 }
 
-/* A header arrived on c: BLOCK brings its bytes (returns 0), QUIT closes
- * the channel (1); -1 on failure. The caller sets c->state. */
 /* The input file of --shared-input blocks, kept open between blocks. */
 typedef struct winput {
     int fd;
@@ -345,7 +327,10 @@ static int read_at(winput *in, const char *path, uint64_t start, unsigned char *
     return 0;
 }
 
-static int take_block(MPI_Comm comm, wchan *c, winput *in)
+/* A header arrived on c: BLOCK has its bytes in c->data (returns 0, or 2
+ * if a --shared-input block could not be read), QUIT closes the channel
+ * (1); -1 on failure. The caller sets c->state. */
+static int take_block(wchan *c, winput *in)
 {
     if (c->hdr[0] == K_QUIT)
         return wait_all(3, c->send) ? -1 : 1;
@@ -360,37 +345,30 @@ static int take_block(MPI_Comm comm, wchan *c, winput *in)
     int len = 0;
     uint64_t start;
     /* the previous result's sends are done before its buffers are reused */
-    if (wait_all(3, c->send))
+    if (wait_all(3, c->send) || MPI_Wait(&c->dreq, &st) || MPI_Get_count(&st, MPI_BYTE, &len))
         return -1;
-    if (c->dreq != MPI_REQUEST_NULL) { /* pre-posted: the block's bytes, or its "where" message */
-        if (MPI_Wait(&c->dreq, &st) || MPI_Get_count(&st, MPI_BYTE, &len) ||
-            (c->hdr[3] != 2 && (size_t)len != c->n) || (c->hdr[3] == 2 && (len < 10 || len > (int)sizeof w)))
-            return -1;
-        if (c->hdr[3] != 2)
-            return 0;
-        memcpy(w, c->data, (size_t)len);
-    } else {
-        if (c->n > c->cap) {
-            unsigned char *p = realloc(c->data, c->n);
-            if (!p)
-                return -1;
-            c->data = p;
-            c->cap = c->n;
-        }
-        if (c->hdr[3] != 2)
-            return MPI_Recv(c->data, (int)c->n, MPI_BYTE, 0, c->tag, comm, MPI_STATUS_IGNORE) ? -1 : 0;
-        /* --shared-input: the block's offset and the file's path */
-        if (MPI_Probe(0, c->tag, comm, &st) || MPI_Get_count(&st, MPI_BYTE, &len) || len < 10 ||
-            len > (int)sizeof w || MPI_Recv(w, len, MPI_BYTE, 0, c->tag, comm, MPI_STATUS_IGNORE))
-            return -1;
-    }
-    if (w[len - 1] != 0)
+    if (c->hdr[3] != 2)
+        return (size_t)len == c->n ? 0 : -1;
+    /* --shared-input: the block's offset and the file's path; read it here */
+    if (len < 10 || len > (int)sizeof w || c->data[len - 1] != 0)
         return -1;
+    memcpy(w, c->data, (size_t)len);
     memcpy(&start, w, 8);
     return read_at(in, (const char *)w + 8, start, c->data, c->n) ? 2 : 0;
 }
 
-/* c's block is compressed: send the result, wait for the next header (the
+/* Receives for c's next block: its header, then its bytes (or "where"
+ * message), into c->data, which holds a block of any level; posted before
+ * the block is sent, so its bytes arrive while other work goes on. */
+static int expect_block(MPI_Comm comm, wchan *c, MPI_Request *hreq)
+{
+    return MPI_Irecv(c->hdr, (int)sizeof c->hdr, MPI_BYTE, 0, c->tag, comm, hreq) ||
+                   MPI_Irecv(c->data, (int)BLOCK_CAP, MPI_BYTE, 0, c->tag, comm, &c->dreq)
+               ? -1
+               : 0;
+}
+
+/* c's block is compressed: send the result, expect the next block (the
  * caller sets c->state). */
 static int give_result(MPI_Comm comm, wchan *c, MPI_Request *hreq)
 {
@@ -404,15 +382,7 @@ static int give_result(MPI_Comm comm, wchan *c, MPI_Request *hreq)
     if (c->rc == 0 && (MPI_Isend(&c->nbits, (int)sizeof c->nbits, MPI_BYTE, 0, c->tag, comm, &c->send[1]) ||
                        MPI_Isend(c->b.bits, (int)((c->nbits + 7) / 8), MPI_BYTE, 0, c->tag, comm, &c->send[2])))
         return -1;
-    return MPI_Irecv(c->hdr, (int)sizeof c->hdr, MPI_BYTE, 0, c->tag, comm, hreq) ? -1 : 0;
-}
-
-/* Without threads: the next block's bytes (or "where" message) may arrive at
- * any time into c->data (bz_cutter_cap(9) bytes, enough for any level). */
-static int post_data(MPI_Comm comm, wchan *c)
-{
-    c->cap = bz_cutter_cap(9);
-    return MPI_Irecv(c->data, (int)c->cap, MPI_BYTE, 0, c->tag, comm, &c->dreq) ? -1 : 0;
+    return expect_block(comm, c, hreq);
 }
 
 int mpibz_thread_counts(MPI_Comm comm, int *counts)
@@ -438,18 +408,18 @@ int mpibz_worker(MPI_Comm comm, int threads, int use_threads)
         w->dreq = MPI_REQUEST_NULL;
         for (int i = 0; i < 3; i++)
             w->send[i] = MPI_REQUEST_NULL;
-        if (!use_threads && !(w->data = malloc(bz_cutter_cap(9)))) {
-            rc = 1;
+        if (!(w->data = malloc(BLOCK_CAP)))
             break;
-        }
         if (use_threads) {
-            if (pthread_create(&w->th, NULL, wthread_main, w))
+            if (pthread_create(&w->th, NULL, wthread_main, w)) {
+                free(w->data);
                 break;
+            }
             w->have_thread = 1;
         }
-        if (MPI_Irecv(w->hdr, (int)sizeof w->hdr, MPI_BYTE, 0, w->tag, comm, &hreq[started]) ||
-            (!use_threads && post_data(comm, w))) { /* header first, then bytes */
+        if (expect_block(comm, w, &hreq[started])) {
             rc = 1;
+            started++; /* its thread and buffer are cleaned up below */
             break;
         }
     }
@@ -462,7 +432,7 @@ int mpibz_worker(MPI_Comm comm, int threads, int use_threads)
         int did = 0, k = MPI_UNDEFINED, flag = 0;
         if (!use_threads) { /* channels compressed by this thread in turn: block in MPI */
             int t = MPI_Waitany(started, hreq, &k, MPI_STATUS_IGNORE) || k == MPI_UNDEFINED
-                        ? -1 : take_block(comm, &c[k], &in);
+                        ? -1 : take_block(&c[k], &in);
             if (t < 0)
                 goto fail;
             if (t == 1) {
@@ -470,13 +440,13 @@ int mpibz_worker(MPI_Comm comm, int threads, int use_threads)
                 continue;
             }
             c[k].rc = t == 2 ? -300 : bz_block_compress(c[k].data, c[k].n, c[k].raw, c[k].level, &c[k].b);
-            if (give_result(comm, &c[k], &hreq[k]) || post_data(comm, &c[k])) /* header first, then bytes */
+            if (give_result(comm, &c[k], &hreq[k]))
                 goto fail;
             continue;
         }
         /* arrivals */
         while (MPI_Testany(started, hreq, &k, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && k != MPI_UNDEFINED) {
-            int t = take_block(comm, &c[k], &in);
+            int t = take_block(&c[k], &in);
             if (t < 0)
                 goto fail;
             pthread_mutex_lock(&sh.mu);
