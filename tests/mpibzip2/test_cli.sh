@@ -84,6 +84,26 @@ done
 got=$(run 3 -1 -c -n 1 "$d/rr0" | sha)
 [ "$got" = "$(bzip2 -1 -c "$d/rr0" | sha)" ] && ok || bad "rr0 -1 ranks 3: output differs from bzip2"
 
+# ---- runs of 6 (a block's input: 1.2 block sizes, kept as input bytes) and of 8
+# (1.6 block sizes: kept as RLE1 bytes), with small and default queues ----
+python3 - "$d" <<'EOF2'
+import os, sys
+for k in (6, 8):
+    open(os.path.join(sys.argv[1], f"runs{k}"), "wb").write(b"".join(bytes([i % 3 + 97]) * k for i in range(300_000)))
+EOF2
+for f in runs6 runs8; do
+    for lvl in 1 9; do
+        ref=$(bzip2 -$lvl -c "$d/$f" | sha)
+        for a in "0 --queue=1" "2 --queue=2" "0 --queue=64"; do
+            set -- $a
+            got=$(run "$1" -$lvl "$2" -c -n 2 "$d/$f" | sha)
+            [ "$got" = "$ref" ] && ok || bad "$f -$lvl ranks $1 $2: output differs from bzip2"
+        done
+    done
+done
+run 0 --queue=0 -c "$d/one" >/dev/null 2>"$d/err"
+[ $? = 1 ] && grep -q "queue needs a count" "$d/err" && ok || bad "--queue=0 is not refused with a message"
+
 # ---- every MPI thread level, and the single-threaded master (no threads anywhere) ----
 for f in runs_cross text; do
     ref=$(bzip2 -9 -c "$d/$f" | sha)
@@ -111,6 +131,13 @@ done
 run 2 --single-threaded -vv -c "$d/one" 2> "$d/err" >/dev/null
 grep -q "single-threaded master" "$d/err" && ok ||
     bad "-vv does not name the single-threaded master"
+# started plainly, mpibzip2 leaves MPI alone (one process); a launcher or MPIBZIP2_MPI=1 starts it
+run 0 -vv -c "$d/one" 2> "$d/err" >/dev/null
+grep -q "MPI not started" "$d/err" && ok || bad "a plain run starts MPI"
+for how in "run 1" "env MPIBZIP2_MPI=1 $bin"; do
+    $how -vv -c "$d/one" 2> "$d/err" | cmp -s - <(bzip2 -9 -c "$d/one") && ok || bad "$how: output differs from bzip2"
+    grep -q "MPI thread level MPI_THREAD_" "$d/err" && ok || bad "$how does not start MPI"
+done
 
 # ---- round trips and decompression of other tools' files ----
 for f in $inputs; do

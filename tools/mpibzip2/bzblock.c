@@ -11,7 +11,7 @@
 
 size_t bz_cutter_cap(int level)
 {
-    return 200000u * (size_t)level + 64;
+    return 125000u * (size_t)level + 64;
 }
 
 int bz_cutter_init(bz_cutter *c, int level)
@@ -212,9 +212,10 @@ static uint64_t get_bits(const unsigned char *p, uint64_t at, int k)
     return v;
 }
 
-/* Lifts the block out of a one-block stream z of zl bytes. */
-static int extract(const unsigned char *z, size_t zl, int level, bz_block *b)
+/* Lifts the block out of the one-block stream of zl bytes in b->bits, in place. */
+static int extract(size_t zl, int level, bz_block *b)
 {
+    const unsigned char *z = b->bits;
     if (zl < 4 + 10 + 10 || memcmp(z, "BZh", 3) || z[3] != '0' + level || get_bits(z, 32, 48) != BZ_BLOCK_MAGIC)
         return -100;
     uint32_t crc = (uint32_t)get_bits(z, 80, 32);
@@ -230,58 +231,96 @@ static int extract(const unsigned char *z, size_t zl, int level, bz_block *b)
     }
     if (found != 1 || end <= 32 + 80)
         return -100;
-    size_t bytes = (size_t)((end - 32 + 7) / 8);
-    if (bz_block_reserve(b, bytes))
-        return -100;
-    memcpy(b->bits, z + 4, bytes); /* the block starts on a byte: right after "BZh?" */
+    /* the block starts on a byte: right after "BZh?" */
+    memmove(b->bits, b->bits + 4, (size_t)((end - 32 + 7) / 8));
     b->nbits = end - 32;
     b->crc = crc;
     return 0;
 }
 
-int bz_block_compress(const unsigned char *data, size_t n, int raw, int level, bz_block *b)
+/* libbz2's allocator hooks: the coder's cached pieces when one fits. */
+static void *coder_alloc(void *opaque, int items, int size)
+{
+    bz_coder *k = opaque;
+    size_t want = (size_t)items * (size_t)size;
+    int i, spare = -1;
+    for (i = 0; i < BZ_CODER_KEEP; i++) {
+        if (k->mem[i] && !k->busy[i] && k->size[i] == want) {
+            k->busy[i] = 1;
+            return k->mem[i];
+        }
+        if (!k->mem[i] && spare < 0)
+            spare = i;
+    }
+    void *p = malloc(want);
+    if (p && spare >= 0) {
+        k->mem[spare] = p;
+        k->size[spare] = want;
+        k->busy[spare] = 1;
+    }
+    return p;
+}
+
+static void coder_release(void *opaque, void *p)
+{
+    bz_coder *k = opaque;
+    for (int i = 0; i < BZ_CODER_KEEP; i++)
+        if (k->mem[i] == p) {
+            k->busy[i] = 0;
+            return;
+        }
+    free(p);
+}
+
+void bz_coder_free(bz_coder *k)
+{
+    for (int i = 0; k && i < BZ_CODER_KEEP; i++)
+        free(k->mem[i]);
+    if (k)
+        memset(k, 0, sizeof *k);
+}
+
+int bz_block_compress(bz_coder *k, const unsigned char *data, size_t n, int raw, int level, bz_block *b)
 {
     bz_stream s;
     unsigned char in[65536];
     unrle u = {data, raw ? 0 : n, 0, 256, 0, 0};
-    size_t raw_left = raw ? n : 0, cap = n + n / 4 + 4096, len = 0;
-    unsigned char *z = malloc(cap);
+    size_t raw_left = raw ? n : 0, len = 0;
     int rc, done_in = 0;
 
-    if (!z)
+    /* bzip2 output stays under 101% of its RLE1 bytes (at most n) plus a header */
+    if (bz_block_reserve(b, n + n / 4 + 4096))
         return -100;
     memset(&s, 0, sizeof s);
-    rc = BZ2_bzCompressInit(&s, level, 0, BZ_WORK_FACTOR);
-    if (rc != BZ_OK) {
-        free(z);
-        return rc;
+    if (k) {
+        s.bzalloc = coder_alloc;
+        s.bzfree = coder_release;
+        s.opaque = k;
     }
+    rc = BZ2_bzCompressInit(&s, level, 0, BZ_WORK_FACTOR);
+    if (rc != BZ_OK)
+        return rc;
     for (;;) {
         if (s.avail_in == 0 && !done_in) {
             if (raw) { /* the input bytes as they are, in pieces libbz2's counters can hold */
-                size_t k = raw_left < (1u << 30) ? raw_left : (1u << 30);
+                size_t m = raw_left < (1u << 30) ? raw_left : (1u << 30);
                 s.next_in = (char *)data + (n - raw_left);
-                s.avail_in = (unsigned)k;
-                raw_left -= k;
-                done_in = k == 0;
+                s.avail_in = (unsigned)m;
+                raw_left -= m;
+                done_in = m == 0;
             } else {
-                size_t k = unrle_some(&u, in, sizeof in);
+                size_t m = unrle_some(&u, in, sizeof in);
                 s.next_in = (char *)in;
-                s.avail_in = (unsigned)k;
-                done_in = k == 0;
+                s.avail_in = (unsigned)m;
+                done_in = m == 0;
             }
         }
-        if (len == cap) {
-            unsigned char *nz = realloc(z, cap * 2);
-            if (!nz) {
-                rc = -100;
-                break;
-            }
-            z = nz;
-            cap *= 2;
+        if (len == b->cap && bz_block_reserve(b, b->cap * 2)) {
+            rc = -100;
+            break;
         }
-        s.next_out = (char *)z + len;
-        s.avail_out = (unsigned)(cap - len < (1u << 30) ? cap - len : (1u << 30));
+        s.next_out = (char *)b->bits + len;
+        s.avail_out = (unsigned)(b->cap - len < (1u << 30) ? b->cap - len : (1u << 30));
         unsigned before = s.avail_out;
         rc = BZ2_bzCompress(&s, done_in ? BZ_FINISH : BZ_RUN);
         len += before - s.avail_out;
@@ -294,8 +333,7 @@ int bz_block_compress(const unsigned char *data, size_t n, int raw, int level, b
     }
     BZ2_bzCompressEnd(&s);
     if (rc == 0)
-        rc = !raw && u.same == 4 ? -100 : extract(z, len, level, b);
-    free(z);
+        rc = !raw && u.same == 4 ? -100 : extract(len, level, b);
     return rc;
 }
 

@@ -17,8 +17,8 @@
  *     byte whose arrival closed the block), every block is a contiguous range
  *     of input bytes, which libbz2 compresses, as a stream of its own, into
  *     exactly that block. The cutter only counts RLE1 bytes and keeps the
- *     block's input bytes; a block whose input bytes would exceed twice the
- *     block size (long runs) is kept as its RLE1 bytes instead (at most
+ *     block's input bytes; a block whose input bytes would exceed 1.25 times
+ *     the block size (long runs) is kept as its RLE1 bytes instead (at most
  *     ~900 kB, however long the runs were: bounded memory);
  *   - bz_block_compress compresses a block (expanding RLE1 bytes back into
  *     input bytes first) with libbz2 as a stream of its own and lifts the
@@ -47,7 +47,7 @@ typedef struct bz_cutter {
     size_t cap;         /* bytes of out and alt: bz_cutter_cap(level) */
 } bz_cutter;
 
-/* Size of a block buffer at the level: twice the block size, plus slack. */
+/* Size of a block buffer at the level: 1.25 times the block size, plus slack. */
 size_t bz_cutter_cap(int level);
 /* 0, or -1 if memory is short. */
 int bz_cutter_init(bz_cutter *c, int level);
@@ -71,12 +71,24 @@ typedef struct bz_block {
     size_t cap;  /* bytes allocated for bits */
 } bz_block;
 
+/* libbz2's working memory (about 8 MB at level 9), kept by one compressing
+ * thread from block to block instead of being allocated, faulted in and
+ * returned for every block. Zero-initialise; bz_coder_free releases it. */
+#define BZ_CODER_KEEP 4 /* libbz2 allocates four pieces per compressor */
+typedef struct bz_coder {
+    void *mem[BZ_CODER_KEEP];
+    size_t size[BZ_CODER_KEEP];
+    unsigned char busy[BZ_CODER_KEEP];
+} bz_coder;
+void bz_coder_free(bz_coder *k);
+
 /* Compresses one block, given as its input bytes (raw) or as its RLE1 bytes
  * (from bz_cutter), at the level, with libbz2's default work factor, as
- * bzip2 does. Reuses b's memory.
+ * bzip2 does, into b (whose memory is reused). k: the calling thread's
+ * coder, or NULL to let libbz2 allocate afresh.
  * Returns 0, or a negative libbz2 error code / -100 (memory, or a stream of
  * an unexpected shape). */
-int bz_block_compress(const unsigned char *data, size_t n, int raw, int level, bz_block *b);
+int bz_block_compress(bz_coder *k, const unsigned char *data, size_t n, int raw, int level, bz_block *b);
 /* Makes room for `bytes` bytes of bits (keeping them). 0, or -1 if memory is short. */
 int bz_block_reserve(bz_block *b, size_t bytes);
 void bz_block_free(bz_block *b);

@@ -37,6 +37,7 @@ struct bz_job {
     int fd;
     const bz_compress_opts *o;
     bz_cutter cut;
+    bz_coder coder;     /* the writer's, when it compresses (no threads) */
     uint64_t in_bytes;
     unsigned char *buf; /* read buffer, and its unconsumed part [off, len) */
     size_t cap, off, len;
@@ -216,6 +217,7 @@ static void *compressor(void *arg)
 {
     worker *wk = arg;
     job *j = wk->j;
+    bz_coder k = {0};
     pthread_mutex_lock(&j->mu);
     for (;;) {
         slot *s = oldest_filled(j);
@@ -228,7 +230,7 @@ static void *compressor(void *arg)
         s->state = S_BUSY;
         pthread_mutex_unlock(&j->mu);
         int rc = wk->remote < 0
-                     ? bz_block_compress(s->data, s->n, s->raw, j->o->level, &s->blk)
+                     ? bz_block_compress(&k, s->data, s->n, s->raw, j->o->level, &s->blk)
                      : j->o->remote(j->o->remote_arg[wk->remote], &(bz_piece){s->data, s->n, s->raw, s->start},
                                     j->o->level, &s->blk);
         pthread_mutex_lock(&j->mu);
@@ -237,6 +239,7 @@ static void *compressor(void *arg)
         pthread_cond_broadcast(&j->cv_done);
     }
     pthread_mutex_unlock(&j->mu);
+    bz_coder_free(&k);
     return NULL;
 }
 
@@ -254,7 +257,7 @@ static void idle(job *j, int inline_compress, long *nap_ns)
     bz_piece b;
     int h, p = 0;
     if (inline_compress && (h = bz_take(j, &b)) >= 0)
-        bz_put(j, h, bz_block_compress(b.data, b.n, b.raw, o->level, bz_out(j, h)));
+        bz_put(j, h, bz_block_compress(&j->coder, b.data, b.n, b.raw, o->level, bz_out(j, h)));
     else if (o->pump)
         p = o->pump(o->pump_arg, j, o->no_threads); /* without threads, nothing else can move */
     if (p < 0)
@@ -293,7 +296,7 @@ int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_to
     memset(&j, 0, sizeof j);
     j.fd = in_fd;
     j.o = o;
-    j.ns = (o->threads + o->nremote) * 2 + 2;
+    j.ns = o->queue > 0 ? o->queue : (o->threads + o->nremote) * 2 + 2;
     pthread_mutex_init(&j.mu, NULL);
     pthread_cond_init(&j.cv_free, NULL);
     pthread_cond_init(&j.cv_todo, NULL);
@@ -384,6 +387,7 @@ out:
     free(cw);
     free(wk);
     bz_cutter_free(&j.cut);
+    bz_coder_free(&j.coder);
     pthread_cond_destroy(&j.cv_free);
     pthread_cond_destroy(&j.cv_todo);
     pthread_cond_destroy(&j.cv_done);

@@ -2,10 +2,10 @@
  * Parallel compression inside one process: a reader thread (read-ahead, cuts
  * blocks where bzip2 would), compression threads, and the calling thread
  * writing the blocks in order (write-behind through stdio). Memory is
- * bounded: at most `(threads + nremote) * 2 + 2` blocks (each at most 2 x
- * 100 kB x level input bytes, or ~0.9 MB of RLE1 bytes, and its compressed
- * bits) are in flight, plus libbz2's ~7.6 MB per
- * compressing thread at level 9.
+ * bounded: at most `queue` blocks (default (threads + nremote) * 2 + 2; each
+ * at most 1.25 x 100 kB x level input bytes, or ~0.9 MB of RLE1 bytes, and
+ * its compressed bits) are in flight, plus libbz2's ~7.6 MB per compressing
+ * thread at level 9 and the reader's two block buffers and 1 MB read buffer.
  */
 #ifndef MPIBZIP2_BZPAR_H
 #define MPIBZIP2_BZPAR_H
@@ -53,6 +53,9 @@ typedef struct bz_compress_opts {
      * (inside bz_take), compresses `threads` (0 or 1) blocks at a time
      * itself, and writes. */
     int no_threads;
+    /* Blocks in flight (cut, being compressed, or compressed and waiting
+     * to be written), >= 1; 0: 2 per compressing or remote thread, + 2. */
+    int queue;
 } bz_compress_opts;
 
 /* The state of one bz_compress call, for pump. */

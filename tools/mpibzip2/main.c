@@ -34,6 +34,7 @@ typedef struct opts {
     int to_stdout, keep, force, verbose, quiet, level, threads;
     int single;     /* --single-threaded: no threads on any rank (SMPI; forced by MPI_THREAD_SINGLE) */
     int shared;     /* --shared-input: workers read blocks from the input file themselves */
+    int queue;      /* --queue=N: blocks in flight on rank 0 (0: 2 per compressor + 2) */
     char **files;
     int nfiles;
 } opts;
@@ -55,9 +56,13 @@ static void usage(FILE *f)
             "  --thread-level=L ask MPI for at most L: multiple (default), serialized, funneled, single\n"
             "  --shared-input   every rank can read the input files at the same path (shared file\n"
             "                   system): rank 0 sends workers block offsets instead of block bytes\n"
+            "  --queue=N        blocks in flight on rank 0 when compressing, each up to 1.25 block\n"
+            "                   sizes of input and its compressed bits (default: 2 per compressing\n"
+            "                   thread or remote thread, + 2); fewer saves memory, may idle threads\n"
             "  -h --help, -V --version\n"
             "Without files: standard input to standard output. Exit: 0 ok, 1 files/flags/I-O, 2 corrupt\n"
-            "input, 3 internal error.\n");
+            "input, 3 internal error. Started without an MPI launcher, mpibzip2 does not start MPI\n"
+            "(one process, threads only; MPIBZIP2_MPI=1 starts it anyway).\n");
 }
 
 /* The MPI thread level named by s (--thread-level=), or -1. */
@@ -112,17 +117,17 @@ static const struct {
                   {"fast", '1'},     {"best", '9'},       {"help", 'h'},    {"version", 'V'}};
 #define NLONG ((int)(sizeof long_flags / sizeof long_flags[0]))
 
-/* -n N / --threads=N. 0, or 1 (said if loud). */
-static int thread_count(opts *o, const char *v, int loud)
+/* A count from 1 to hi for the option `what` into *to. 0, or 1 (said if loud). */
+static int count(int *to, const char *v, long hi, const char *what, int loud)
 {
     char *end;
     long n = strtol(v, &end, 10);
-    if (!*v || *end || n < 1 || n > 4096) {
+    if (!*v || *end || n < 1 || n > hi) {
         if (loud)
-            fprintf(stderr, "mpibzip2: -n needs a thread count from 1 to 4096, not '%s'\n", v);
+            fprintf(stderr, "mpibzip2: %s needs a count from 1 to %ld, not '%s'\n", what, hi, v);
         return 1;
     }
-    o->threads = (int)n;
+    *to = (int)n;
     return 0;
 }
 
@@ -162,7 +167,10 @@ static int parse(int argc, char **argv, opts *o, int loud)
             } else if (!strncmp(l, "thread-level=", 13) && asked_level(l + 13) >= 0) {
                 /* read before MPI_Init_thread */
             } else if (!strncmp(l, "threads=", 8)) {
-                if (thread_count(o, l + 8, loud))
+                if (count(&o->threads, l + 8, 4096, "-n", loud))
+                    return 1;
+            } else if (!strncmp(l, "queue=", 6)) {
+                if (count(&o->queue, l + 6, 65536, "--queue", loud))
                     return 1;
             } else {
                 if (loud)
@@ -172,7 +180,7 @@ static int parse(int argc, char **argv, opts *o, int loud)
         } else {
             for (const char *p = a + 1; *p; p++) {
                 if (*p == 'n') { /* the rest of this argument, or the next one, is the count */
-                    if (thread_count(o, p[1] ? p + 1 : (i + 1 < argc ? argv[++i] : ""), loud))
+                    if (count(&o->threads, p[1] ? p + 1 : (i + 1 < argc ? argv[++i] : ""), 4096, "-n", loud))
                         return 1;
                     break;
                 }
@@ -353,7 +361,7 @@ static int one(const opts *o, const world *w, const char *name)
         char *abs = o->shared && name && w->nremote ? realpath(name, NULL) : NULL;
         shared_input(w, abs);
         bz_compress_opts co = {o->level, o->threads, pg.on ? progress_cb : NULL, &pg, w->nremote, NULL, NULL,
-                               NULL, NULL, o->single};
+                               NULL, NULL, o->single, o->queue};
         if (w->pump) {
             co.pump = mpibz_pump_run;
             co.pump_arg = w->pump;
@@ -456,6 +464,29 @@ static const char *level_name(int l)
                                        : "MPI_THREAD_SINGLE";
 }
 
+/* Started by an MPI launcher (mpiexec, srun, ...)? Its environment says so.
+ * Started plainly, mpibzip2 is one process and skips MPI_Init: MPICH's
+ * start-up costs ~13 MB and ~0.05 s of CPU that a one-rank run never uses.
+ * Any sign of a launcher (or MPIBZIP2_MPI=1) means MPI: treating one rank of
+ * a parallel job as a lone process would let every rank write the output. */
+static int launched(void)
+{
+    static const char *const marks[] = {
+        "PMI_RANK",         "PMI_FD",          "PMI_PORT",   "PMI_SIZE",    "PMIX_RANK",          "PMIX_NAMESPACE",
+        "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_RANK", "SLURM_PROCID",
+        "PALS_RANKID",      "ALPS_APP_PE",     "HYDRA_CONTROL_FD", "I_MPI_HYDRA_HOST_FILE"};
+#ifdef MPIBZ_ALWAYS_MPI /* simulators (SMPI) set none of these */
+    return 1;
+#endif
+    const char *f = getenv("MPIBZIP2_MPI");
+    if (f && !strcmp(f, "1"))
+        return 1;
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+        if (getenv(marks[i]))
+            return 1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int provided = MPI_THREAD_SINGLE, rank = 0, size = 1, rc = 0;
@@ -466,13 +497,17 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
         if (!strncmp(argv[i], "--thread-level=", 15) && asked_level(argv[i] + 15) >= 0)
             want = asked_level(argv[i] + 15);
-    if (MPI_Init_thread(&argc, &argv, want, &provided) != MPI_SUCCESS) {
+    int mpi = launched();
+    if (!mpi) {
+        provided = want; /* one process: threads need nothing from MPI */
+    } else if (MPI_Init_thread(&argc, &argv, want, &provided) != MPI_SUCCESS) {
         fprintf(stderr, "mpibzip2: MPI_Init_thread failed\n");
         return 1;
+    } else {
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        MPI_Comm_dup(MPI_COMM_WORLD, &w.comm);
     }
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_dup(MPI_COMM_WORLD, &w.comm);
     int pr = parse(argc, argv, &o, rank == 0);
     if (provided == MPI_THREAD_SINGLE)
         o.single = 1; /* no thread may exist besides the main one */
@@ -490,7 +525,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "mpibzip2: decompression runs on rank 0's threads (%d ranks idle)\n", size - 1);
     if (o.verbose > 1)
         fprintf(stderr, "mpibzip2: %d ranks, %d threads per rank, MPI thread level %s, %s\n", size,
-                o.single ? 1 : o.threads, level_name(provided),
+                o.single ? 1 : o.threads, mpi ? level_name(provided) : "none (no MPI launcher: MPI not started)",
                 !remote_ok                            ? "threads of rank 0 only"
                 : o.single                            ? "single-threaded master (no threads)"
                 : provided == MPI_THREAD_MULTIPLE     ? "one proxy thread per remote compressor"
@@ -551,7 +586,9 @@ out:
     free(w.remotes);
     free(w.remote_args);
     free(o.files);
-    MPI_Comm_free(&w.comm);
-    MPI_Finalize();
+    if (mpi) {
+        MPI_Comm_free(&w.comm);
+        MPI_Finalize();
+    }
     return rc;
 }

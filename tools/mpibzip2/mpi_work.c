@@ -162,11 +162,17 @@ mpibz_pump *mpibz_pump_new(MPI_Comm comm, int level, const int *counts, int size
     }
     p->comm = comm;
     p->level = level;
+    /* Thread t of every rank before thread t+1 of any: the first blocks go
+       one to each rank, not all to rank 1's threads. */
+    int most = 0;
     for (int r = 1; r < size; r++)
-        for (int t = 0; t < counts[r]; t++, p->n++) {
-            p->c[p->n] = (chan){r, MPIBZ_TAG + t, -1, {0}, {0}, {MPI_REQUEST_NULL, MPI_REQUEST_NULL}, NULL, 0};
-            p->res[p->n] = MPI_REQUEST_NULL;
-        }
+        most = counts[r] > most ? counts[r] : most;
+    for (int t = 0; t < most; t++)
+        for (int r = 1; r < size; r++)
+            if (t < counts[r]) {
+                p->c[p->n] = (chan){r, MPIBZ_TAG + t, -1, {0}, {0}, {MPI_REQUEST_NULL, MPI_REQUEST_NULL}, NULL, 0};
+                p->res[p->n++] = MPI_REQUEST_NULL;
+            }
     return p;
 }
 
@@ -265,6 +271,7 @@ typedef struct wchan {
     size_t n;
     int level, raw, rc, done;
     bz_block b;
+    bz_coder coder; /* its compressing thread's */
     pthread_t th;
     int have_thread;
     struct wshared *sh;
@@ -289,7 +296,7 @@ static void *wthread_main(void *arg)
         if (c->state != W_WORK || c->done)
             break;
         pthread_mutex_unlock(&sh->mu);
-        int rc = bz_block_compress(c->data, c->n, c->raw, c->level, &c->b);
+        int rc = bz_block_compress(&c->coder, c->data, c->n, c->raw, c->level, &c->b);
         pthread_mutex_lock(&sh->mu);
         c->rc = rc;
         c->done = 1;
@@ -439,7 +446,7 @@ int mpibz_worker(MPI_Comm comm, int threads, int use_threads)
                 open--;
                 continue;
             }
-            c[k].rc = t == 2 ? -300 : bz_block_compress(c[k].data, c[k].n, c[k].raw, c[k].level, &c[k].b);
+            c[k].rc = t == 2 ? -300 : bz_block_compress(&c[0].coder, c[k].data, c[k].n, c[k].raw, c[k].level, &c[k].b);
             if (give_result(comm, &c[k], &hreq[k]))
                 goto fail;
             continue;
@@ -499,6 +506,7 @@ out:
         }
         free(c[i].data);
         bz_block_free(&c[i].b);
+        bz_coder_free(&c[i].coder);
     }
     free(c);
     free(hreq);
