@@ -48,17 +48,76 @@ static size_t rle_run(unsigned char *o, int ch, int len)
     return 5;
 }
 
+/* Equality masks of input windows: bit k of eq_mask(p) is set when p[k]
+ * equals p[k - 1] (p[-1] must be readable), for k < WIN. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define WIN 16
+#define WIN_ALL 0xffffu
+static inline unsigned eq_mask(const unsigned char *p)
+{
+    __m128i a = _mm_loadu_si128((const __m128i *)p), b = _mm_loadu_si128((const __m128i *)(p - 1));
+    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(a, b));
+}
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define WIN 8
+#define WIN_ALL 0xffu
+static inline unsigned eq_mask(const unsigned char *p)
+{
+    const uint64_t highs = 0x8080808080808080ULL;
+    uint64_t x, y;
+    memcpy(&x, p, 8);
+    memcpy(&y, p - 1, 8);
+    uint64_t v = x ^ y;
+    uint64_t z = ~(((v & ~highs) + ~highs) | v) & highs; /* 0x80 in each zero byte of v */
+    return (unsigned)(((z >> 7) * 0x0102040810204080ULL) >> 56);
+}
+#else
+#define WIN 8
+#define WIN_ALL 0xffu
+static inline unsigned eq_mask(const unsigned char *p)
+{
+    unsigned e = 0;
+    for (int k = 0; k < WIN; k++)
+        e |= (unsigned)(p[k] == p[k - 1]) << k;
+    return e;
+}
+#endif
+
+/* The first j >= i where b[j..j+3] are equal (the start of a run that RLE1
+ * shortens), or end if there is none before end. b[i] starts a run. */
+static size_t run4(const unsigned char *b, size_t i, size_t end)
+{
+    size_t q = i + 1; /* windows compare b[q + k] with b[q + k - 1] */
+    for (; q + WIN <= end; q += WIN - 2) {
+        unsigned e = eq_mask(b + q);
+        unsigned t = e & e >> 1 & e >> 2 & (WIN_ALL >> 2); /* bit k: run of 4 from q + k - 1 */
+        if (t)
+            return q + (size_t)__builtin_ctz(t) - 1;
+    }
+    for (size_t j = q - 1; j + 3 < end; j++)
+        if (b[j] == b[j + 1] && b[j] == b[j + 2] && b[j] == b[j + 3])
+            return j;
+    return end;
+}
+
 /* The block's input bytes no longer fit: keep it as RLE1 bytes from here on.
- * out holds the input bytes of finished runs, then the run in progress. */
+ * out holds the input bytes of finished runs, then the run in progress.
+ * Stretches without a run of four are their own RLE1 bytes. */
 static void to_rle(bz_cutter *c)
 {
     size_t end = c->nout - (size_t)c->len, k = 0, i = 0;
     while (i < end) {
-        size_t j = i + 1;
-        while (j < end && j - i < 255 && c->out[j] == c->out[i])
-            j++;
-        k += rle_run(c->alt + k, c->out[i], (int)(j - i));
-        i = j;
+        size_t j = run4(c->out, i, end);
+        memcpy(c->alt + k, c->out + i, j - i);
+        k += j - i;
+        if (j == end)
+            break;
+        size_t r = j + 4;
+        while (r < end && r - j < 255 && c->out[r] == c->out[j])
+            r++;
+        k += rle_run(c->alt + k, c->out[j], (int)(r - j));
+        i = r;
     }
     unsigned char *t = c->out;
     c->out = c->alt;
@@ -67,8 +126,22 @@ static void to_rle(bz_cutter *c)
     c->rle = 1;
 }
 
-#define ONES 0x0101010101010101ULL
-#define HIGHS 0x8080808080808080ULL
+/* Bits set in x (x < 2^32; the portable way: no POPCNT in baseline x86-64). */
+static inline unsigned bits_set(uint32_t x)
+{
+    x = x - ((x >> 1) & 0x55555555u);
+    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+    x = (x + (x >> 4)) & 0x0f0f0f0fu;
+    return (x * 0x01010101u) >> 24;
+}
+
+/* RLE1 bytes that a run's first len bytes account for (len <= 255): the
+ * 1st-3rd byte one each, the 4th two (itself and the count byte), later ones
+ * none; summed over a finished run this is what rle_run writes. */
+static inline uint32_t run_weight(int len)
+{
+    return len < 4 ? (uint32_t)len : 5u;
+}
 
 size_t bz_cutter_feed(bz_cutter *c, const unsigned char *p, size_t m, int *full)
 {
@@ -82,40 +155,45 @@ size_t bz_cutter_feed(bz_cutter *c, const unsigned char *p, size_t m, int *full)
             else if (c->cap - c->nout < m - i)
                 lim = i + (c->cap - c->nout); /* input bytes kept: no more than fit */
         }
-        size_t from = i, slow_to = i;
+        size_t from = i;
         int rch = c->ch, rlen = c->len; /* the run in progress, in registers */
         uint32_t n = c->n;
         while (i < lim) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            /* Eight bytes at a time, when the block cannot close in them and
-             * (in input-byte mode) only counts need updating; after a window
-             * that has to go byte by byte, its eight bytes do. */
-            if (i >= slow_to && rch < 256 && !c->rle && i + 8 <= lim && n + 8 + (uint32_t)rlen < c->max) {
-                uint64_t x;
-                memcpy(&x, p + i, 8);
-                if (x == ONES * (uint64_t)rch && rlen <= 255 - 8) { /* the run goes on */
-                    rlen += 8;
-                    i += 8;
-                    continue;
+            /* Windows of WIN input bytes, while the block cannot close in
+             * one (each byte adds at most 2 RLE1 bytes), no run can reach
+             * 255 bytes in one and only counts need updating (input-byte
+             * mode). w counts the RLE1 bytes of the finished runs and of
+             * the run in progress so far (run_weight per byte position). */
+            if (i >= 1 && rch < 256 && !c->rle) {
+                uint32_t w = n + run_weight(rlen);
+                while (i + WIN <= lim && w + 2 * WIN < c->max && rlen + WIN <= 255) {
+                    unsigned e = eq_mask(p + i);
+                    if (e == WIN_ALL) { /* the run goes on */
+                        w += run_weight(rlen + WIN) - run_weight(rlen);
+                        rlen += WIN;
+                        i += WIN;
+                        continue;
+                    }
+                    /* bits 0..2: the three bytes before the window, from the run in progress */
+                    uint32_t E = (uint32_t)e << 3 | (uint32_t)(rlen >= 4) | (uint32_t)(rlen >= 3) << 1 |
+                                 (uint32_t)(rlen >= 2) << 2;
+                    uint32_t at4 = E & E << 1 & E << 2 & ~7u; /* window bytes at run position >= 4 */
+                    w += WIN;
+                    if (at4) { /* position 4 weighs 2, positions >= 5 nothing */
+                        uint32_t at5 = at4 & E << 3;
+                        w += bits_set(at4) - 2 * bits_set(at5);
+                    }
+                    /* the last run: from the window's highest byte not equal to the one before */
+                    unsigned z = ~e & WIN_ALL;
+                    int h = 31 - __builtin_clz(z);
+                    rlen = WIN - h;
+                    i += WIN;
                 }
-                /* e: bit k set when byte k equals the byte before it */
-                uint64_t v = x ^ ((x << 8) | (uint64_t)rch);
-                uint64_t z = ~(((v & ~HIGHS) + ~HIGHS) | v) & HIGHS; /* 0x80 in each zero byte */
-                unsigned e = (unsigned)(((z >> 7) * 0x0102040810204080ULL) >> 56);
-                /* with the run in progress before it (len 1..3 is 0..2 equal bytes) */
-                unsigned m2 = (e << 2) | (rlen >= 3 ? 3u : rlen == 2 ? 2u : 0u);
-                if (rlen < 4 && !(m2 & (m2 >> 1) & (m2 >> 2))) {
-                    /* no run reaches four bytes: every byte is one RLE1 byte once its run ends */
-                    int tail = 1 + (int)((e >> 7) & 1) + (int)((e >> 7) & (e >> 6) & 1);
-                    n += (uint32_t)(8 + rlen - tail);
-                    rlen = tail;
-                    rch = p[i + 7];
-                    i += 8;
-                    continue;
-                }
-                slow_to = i + 8;
+                rch = p[i - 1];
+                n = w - run_weight(rlen);
+                if (i >= lim)
+                    break;
             }
-#endif
             int ch = p[i++];
             if (ch == rch && rlen < 255) {
                 rlen++;
@@ -191,6 +269,22 @@ static size_t unrle_some(unrle *u, unsigned char *dst, size_t cap)
             u->rep = u->p[u->i++];
             u->same = 0;
             continue;
+        }
+        if (u->same == 0 || u->p[u->i] != u->last) {
+            /* literals up to the next run of four (whose count byte follows it) */
+            size_t lim = u->n - u->i < cap - o ? u->n : u->i + (cap - o);
+            size_t k = run4(u->p, u->i, lim) - u->i;
+            if (k > 1) {
+                memcpy(dst + o, u->p + u->i, k);
+                o += k;
+                u->i += k;
+                size_t t = 1; /* equal literals at the end of these (at most 3) */
+                while (t < k && t < 3 && u->p[u->i - 1 - t] == u->p[u->i - 1])
+                    t++;
+                u->last = u->p[u->i - 1];
+                u->same = (int)t;
+                continue;
+            }
         }
         int ch = u->p[u->i++];
         if (ch == u->last) {
@@ -406,6 +500,16 @@ void bz_writer_block(bz_writer *w, const bz_block *b)
             size_t room = sizeof w->buf - w->nbuf;
             uint64_t end = whole - i < room ? whole : i + room;
             unsigned char *o = w->buf + w->nbuf;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            for (; i + 8 <= end; i += 8, o += 8) { /* eight bytes at a time, as one big-endian word */
+                uint64_t x, y;
+                memcpy(&x, b->bits + i, 8);
+                x = __builtin_bswap64(x);
+                y = __builtin_bswap64((uint64_t)acc << (64 - k) | x >> k);
+                memcpy(o, &y, 8);
+                acc = (unsigned)x & ((1u << k) - 1);
+            }
+#endif
             for (; i < end; i++) {
                 unsigned byte = b->bits[i];
                 *o++ = (unsigned char)((acc << (8 - k)) | (byte >> k));
