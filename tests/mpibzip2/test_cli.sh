@@ -119,14 +119,35 @@ for f in runs_cross text; do
         [ "$got" = "$ref" ] && ok || bad "$f --single-threaded ranks $r: output differs from bzip2"
     done
 done
-# --shared-input: workers read their blocks from the file (offsets travel, not bytes)
-for f in text runs rr3; do
+# --shared-input: workers read their blocks from the file (offsets travel, not bytes); runs8 and
+# zeros have blocks whose input is longer than a block buffer (runs8: 1.6 block sizes; 6 MB of
+# zeros: 5.1 MB per -1 block), which the workers stream from the file
+head -c 6000000 /dev/zero > "$d/zeros"
+for f in text runs rr3 runs8 zeros; do
     ref=$(bzip2 -9 -c "$d/$f" | sha)
     for a in "2 --thread-level=multiple" "3 --thread-level=funneled" "3 --single-threaded"; do
         set -- $a
         got=$(run "$1" "$2" --shared-input -c -n 2 "$d/$f" | sha)
         [ "$got" = "$ref" ] && ok || bad "$f --shared-input ranks $1 $2: output differs from bzip2"
     done
+done
+# a worker that cannot open the file (here: a tmpfs over its directory, in the worker's own mount
+# namespace; root only): exit 1 naming the option, nothing written
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+    mkdir -p "$d/hidden"
+    cp "$d/text" "$d/hidden/t"
+    for how in --single-threaded --thread-level=multiple; do
+        "$mpiexec" -n 1 "$bin" $how --shared-input -k "$d/hidden/t" : -n 1 unshare -m bash -c \
+            'mount -t tmpfs none "$1" && shift && exec "$@"' _ "$d/hidden" "$bin" $how --shared-input -k "$d/hidden/t" \
+            2> "$d/err"; rc=$?
+        [ "$rc" = 1 ] && grep -q "shared-input needs" "$d/err" && [ ! -e "$d/hidden/t.bz2" ] &&
+            ! ls "$d/hidden" | grep -q mpibzip2- && ok ||
+            bad "$how: a worker that cannot read the file: exit $rc, want 1 and no output ($(cat "$d/err"))"
+    done
+fi
+for f in runs8 zeros; do
+    got=$(run 3 --single-threaded --shared-input -1 -c "$d/$f" | sha)
+    [ "$got" = "$(bzip2 -1 -c "$d/$f" | sha)" ] && ok || bad "$f -1 --shared-input: output differs from bzip2"
 done
 run 2 --single-threaded -vv -c "$d/one" 2> "$d/err" >/dev/null
 grep -q "single-threaded master" "$d/err" && ok ||

@@ -1,9 +1,12 @@
 /* Block cutting, block compression and stream splicing: see bzblock.h. */
+#define _POSIX_C_SOURCE 200809L
 #include "bzblock.h"
 
 #include <bzlib.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BZ_BLOCK_MAGIC 0x314159265359ULL
 #define BZ_EOS_MAGIC 0x177245385090ULL
@@ -374,16 +377,58 @@ void bz_coder_free(bz_coder *k)
         memset(k, 0, sizeof *k);
 }
 
-int bz_block_compress(bz_coder *k, const unsigned char *data, size_t n, int raw, int level, bz_block *b)
+/* Where a block's input bytes come from: next() gives the next piece (0 at
+ * the end, (size_t)-1 on a read error). */
+typedef struct source {
+    size_t (*next)(struct source *s, const unsigned char **p);
+    const unsigned char *data; /* raw: the bytes; RLE1: the RLE1 bytes */
+    size_t n, done;
+    unrle u;
+    unsigned char *buf; /* RLE1 expansion / file reads */
+    size_t cap;
+    int fd;
+    uint64_t at; /* file: offset of the first byte */
+} source;
+
+static size_t next_raw(source *s, const unsigned char **p)
+{
+    /* in pieces libbz2's counters can hold */
+    size_t m = s->n - s->done < (1u << 30) ? s->n - s->done : (1u << 30);
+    *p = s->data + s->done;
+    s->done += m;
+    return m;
+}
+
+static size_t next_rle(source *s, const unsigned char **p)
+{
+    *p = s->buf;
+    return unrle_some(&s->u, s->buf, s->cap);
+}
+
+static size_t next_file(source *s, const unsigned char **p)
+{
+    size_t m = s->n - s->done < s->cap ? s->n - s->done : s->cap;
+    for (size_t got = 0; got < m;) {
+        ssize_t r = pread(s->fd, s->buf + got, m - got, (off_t)(s->at + s->done + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return (size_t)-1;
+        got += (size_t)r;
+    }
+    *p = s->buf;
+    s->done += m;
+    return m;
+}
+
+/* Compresses the input bytes src gives into one block (see bz_block_compress). */
+static int compress_from(bz_coder *k, source *src, size_t reserve, int level, bz_block *b)
 {
     bz_stream s;
-    unsigned char in[65536];
-    unrle u = {data, raw ? 0 : n, 0, 256, 0, 0};
-    size_t raw_left = raw ? n : 0, len = 0;
+    size_t len = 0;
     int rc, done_in = 0;
 
-    /* bzip2 output stays under 101% of its RLE1 bytes (at most n) plus a header */
-    if (bz_block_reserve(b, n + n / 4 + 4096))
+    if (bz_block_reserve(b, reserve))
         return -100;
     memset(&s, 0, sizeof s);
     if (k) {
@@ -396,18 +441,15 @@ int bz_block_compress(bz_coder *k, const unsigned char *data, size_t n, int raw,
         return rc;
     for (;;) {
         if (s.avail_in == 0 && !done_in) {
-            if (raw) { /* the input bytes as they are, in pieces libbz2's counters can hold */
-                size_t m = raw_left < (1u << 30) ? raw_left : (1u << 30);
-                s.next_in = (char *)data + (n - raw_left);
-                s.avail_in = (unsigned)m;
-                raw_left -= m;
-                done_in = m == 0;
-            } else {
-                size_t m = unrle_some(&u, in, sizeof in);
-                s.next_in = (char *)in;
-                s.avail_in = (unsigned)m;
-                done_in = m == 0;
+            const unsigned char *p = NULL;
+            size_t m = src->next(src, &p);
+            if (m == (size_t)-1) {
+                rc = -300;
+                break;
             }
+            s.next_in = (char *)p;
+            s.avail_in = (unsigned)m;
+            done_in = m == 0;
         }
         if (len == b->cap && bz_block_reserve(b, b->cap * 2)) {
             rc = -100;
@@ -427,8 +469,26 @@ int bz_block_compress(bz_coder *k, const unsigned char *data, size_t n, int raw,
     }
     BZ2_bzCompressEnd(&s);
     if (rc == 0)
-        rc = !raw && u.same == 4 ? -100 : extract(len, level, b);
+        rc = src->next == next_rle && src->u.same == 4 ? -100 : extract(len, level, b);
     return rc;
+}
+
+int bz_block_compress(bz_coder *k, const unsigned char *data, size_t n, int raw, int level, bz_block *b)
+{
+    unsigned char in[65536];
+    source src = {raw ? next_raw : next_rle, data, n, 0, {data, raw ? 0 : n, 0, 256, 0, 0}, in, sizeof in, -1, 0};
+    /* bzip2 output stays under 101% of its RLE1 bytes (at most n) plus a header */
+    return compress_from(k, &src, n + n / 4 + 4096, level, b);
+}
+
+int bz_block_compress_file(bz_coder *k, int fd, uint64_t start, uint64_t n, unsigned char *buf, size_t cap,
+                           int level, bz_block *b)
+{
+    if (n > (uint64_t)SIZE_MAX || start > (uint64_t)INT64_MAX - n || cap == 0)
+        return -100;
+    source src = {next_file, NULL, (size_t)n, 0, {NULL, 0, 0, 256, 0, 0}, buf, cap, fd, start};
+    size_t rle_max = 100000u * (size_t)level; /* the block's RLE1 bytes, whatever its input */
+    return compress_from(k, &src, (n < rle_max ? (size_t)n : rle_max) * 5 / 4 + 4096, level, b);
 }
 
 int bz_block_reserve(bz_block *b, size_t bytes)

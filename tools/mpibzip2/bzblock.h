@@ -89,6 +89,12 @@ void bz_coder_free(bz_coder *k);
  * Returns 0, or a negative libbz2 error code / -100 (memory, or a stream of
  * an unexpected shape). */
 int bz_block_compress(bz_coder *k, const unsigned char *data, size_t n, int raw, int level, bz_block *b);
+/* The same for a block given as the input bytes [start, start + n) of the
+ * file fd, read through buf (cap bytes) piece by piece, so a block of any
+ * input length (up to ~46 MB of long runs at level 9) needs only buf.
+ * Returns -300 if the file could not be read. */
+int bz_block_compress_file(bz_coder *k, int fd, uint64_t start, uint64_t n, unsigned char *buf, size_t cap,
+                           int level, bz_block *b);
 /* Makes room for `bytes` bytes of bits (keeping them). 0, or -1 if memory is short. */
 int bz_block_reserve(bz_block *b, size_t bytes);
 void bz_block_free(bz_block *b);

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,11 +17,12 @@ enum { S_FREE = 0, S_FILLED, S_BUSY, S_DONE };
 typedef struct slot {
     int state;
     uint64_t seq;
-    unsigned char *data; /* the block's input bytes, or RLE1 bytes (buffer swapped with the cutter's) */
+    unsigned char *data; /* the block's input bytes, or RLE1 bytes (buffer swapped with the cutter's);
+                            NULL once released */
     size_t n;
     int raw;
     uint64_t in_end;    /* input bytes consumed when the block closed */
-    uint64_t start;     /* offset of the block's first input byte (raw blocks) */
+    uint64_t start, in_n; /* the block's input bytes: [start, start + in_n) of the input */
     bz_block blk;
     int rc;
 } slot;
@@ -38,7 +40,12 @@ struct bz_job {
     const bz_compress_opts *o;
     bz_cutter cut;
     bz_coder coder;     /* the writer's, when it compresses (no threads) */
+    unsigned char **spare; /* released input buffers (at most ns) */
+    int nspare;
     uint64_t in_bytes;
+    uint64_t cut_at;    /* input offset of the current block's first byte */
+    uint64_t size;      /* input bytes to come in all (regular files), else 0 */
+    uint64_t cut_done;  /* input bytes in blocks cut so far (mu) */
     unsigned char *buf; /* read buffer, and its unconsumed part [off, len) */
     size_t cap, off, len;
 };
@@ -64,8 +71,8 @@ static int emit(job *j, uint64_t end)
     pthread_mutex_lock(&j->mu);
     slot *s = NULL;
     while (!j->stop) {
-        for (int i = 0; i < j->ns && !s; i++)
-            if (j->s[i].state == S_FREE)
+        for (int i = 0; i < j->ns; i++)
+            if (j->s[i].state == S_FREE && (!s || (!s->data && j->s[i].data)))
                 s = &j->s[i];
         if (s)
             break;
@@ -76,6 +83,8 @@ static int emit(job *j, uint64_t end)
         return -1;
     }
     s->state = S_BUSY; /* ours while we fill it */
+    if (!s->data && j->nspare)
+        s->data = j->spare[--j->nspare];
     pthread_mutex_unlock(&j->mu);
     if (!s->data) {
         s->data = malloc(j->cut.cap);
@@ -93,8 +102,11 @@ static int emit(job *j, uint64_t end)
     s->n = j->cut.nout;
     s->raw = !j->cut.rle;
     s->in_end = j->in_bytes;
-    s->start = end - s->n; /* meaningful for input bytes only */
+    s->start = j->cut_at;
+    s->in_n = end - j->cut_at;
+    j->cut_at = end;
     pthread_mutex_lock(&j->mu);
+    j->cut_done = end;
     s->seq = j->nread++;
     s->state = S_FILLED;
     pthread_cond_signal(&j->cv_todo);
@@ -170,7 +182,7 @@ int bz_take(bz_job *j, bz_piece *b)
 {
     pthread_mutex_lock(&j->mu);
     for (;;) {
-        slot *s = oldest_filled(j);
+        slot *s = j->stop ? NULL : oldest_filled(j);
         if (s) {
             s->state = S_BUSY;
             pthread_mutex_unlock(&j->mu);
@@ -178,6 +190,8 @@ int bz_take(bz_job *j, bz_piece *b)
             b->n = s->n;
             b->raw = s->raw;
             b->start = s->start;
+            b->in_n = s->in_n;
+            b->seq = s->seq;
             return (int)(s - j->s);
         }
         if (j->stop || j->eof) {
@@ -192,6 +206,38 @@ int bz_take(bz_job *j, bz_piece *b)
             return -1;
         pthread_mutex_lock(&j->mu);
     }
+}
+
+void bz_release(bz_job *j, int h)
+{
+    pthread_mutex_lock(&j->mu);
+    slot *s = &j->s[h];
+    if (s->data)
+        j->spare[j->nspare++] = s->data;
+    s->data = NULL;
+    pthread_mutex_unlock(&j->mu);
+}
+
+int bz_blocks_left(bz_job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    int filled = 0;
+    for (int i = 0; i < j->ns; i++)
+        filled += j->s[i].state == S_FILLED;
+    uint64_t done = j->cut_done, size = j->size;
+    int eof = j->eof;
+    pthread_mutex_unlock(&j->mu);
+    if (eof)
+        return filled;
+    if (!size)
+        return -1;
+    uint64_t per = 100000u * (uint64_t)j->o->level, left = size > done ? (size - done + per - 1) / per : 1;
+    return left > (uint64_t)(INT32_MAX / 2) ? INT32_MAX / 2 : filled + (int)left;
+}
+
+int bz_handles(bz_job *j)
+{
+    return j->ns;
 }
 
 bz_block *bz_out(bz_job *j, int h)
@@ -210,8 +256,16 @@ void bz_put(bz_job *j, int h, int rc)
 
 typedef struct worker {
     job *j;
-    int remote; /* -1: compress here, else index of the remote compressor */
+    int proxy; /* -1: compress here, else index of the proxy */
 } worker;
+
+static void *proxy(void *arg)
+{
+    worker *wk = arg;
+    if (wk->j->o->proxy(wk->j->o->proxy_arg[wk->proxy], wk->j) < 0)
+        fail(wk->j, 1, "lost a worker", 0);
+    return NULL;
+}
 
 static void *compressor(void *arg)
 {
@@ -220,7 +274,7 @@ static void *compressor(void *arg)
     bz_coder k = {0};
     pthread_mutex_lock(&j->mu);
     for (;;) {
-        slot *s = oldest_filled(j);
+        slot *s = j->stop ? NULL : oldest_filled(j);
         if (!s) {
             if (j->stop || j->eof)
                 break;
@@ -229,10 +283,7 @@ static void *compressor(void *arg)
         }
         s->state = S_BUSY;
         pthread_mutex_unlock(&j->mu);
-        int rc = wk->remote < 0
-                     ? bz_block_compress(&k, s->data, s->n, s->raw, j->o->level, &s->blk)
-                     : j->o->remote(j->o->remote_arg[wk->remote], &(bz_piece){s->data, s->n, s->raw, s->start},
-                                    j->o->level, &s->blk);
+        int rc = bz_block_compress(&k, s->data, s->n, s->raw, j->o->level, &s->blk);
         pthread_mutex_lock(&j->mu);
         s->rc = rc;
         s->state = S_DONE;
@@ -286,8 +337,8 @@ int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_to
     job j;
     pthread_t rd, *cw = NULL;
     worker *wk = NULL;
-    /* threads compressing here, plus proxies of remote compressors */
-    int nthreads = 0, have_reader = 0, total = o->no_threads ? 0 : o->threads + (o->remote ? o->nremote : 0);
+    /* threads compressing here, plus proxies of remote workers */
+    int nthreads = 0, have_reader = 0, total = o->no_threads ? 0 : o->threads + (o->proxy ? o->nproxy : 0);
     int inline_compress = o->no_threads && (o->threads > 0 || !o->pump);
     long nap_ns = 20000;
     uint64_t out_bits = 32;
@@ -295,18 +346,23 @@ int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_to
 
     memset(&j, 0, sizeof j);
     j.fd = in_fd;
+    struct stat st;
+    off_t at = lseek(in_fd, 0, SEEK_CUR);
+    if (!fstat(in_fd, &st) && S_ISREG(st.st_mode) && at >= 0 && st.st_size > at)
+        j.size = (uint64_t)(st.st_size - at);
     j.o = o;
-    j.ns = o->queue > 0 ? o->queue : (o->threads + o->nremote) * 2 + 2;
+    j.ns = o->queue > 0 ? o->queue : o->threads * 2 + o->nremote * 4 + 2;
     pthread_mutex_init(&j.mu, NULL);
     pthread_cond_init(&j.cv_free, NULL);
     pthread_cond_init(&j.cv_todo, NULL);
     pthread_cond_init(&j.cv_done, NULL);
     j.s = calloc((size_t)j.ns, sizeof *j.s);
+    j.spare = calloc((size_t)j.ns, sizeof *j.spare);
     cw = calloc((size_t)total + 1, sizeof *cw);
     wk = calloc((size_t)total + 1, sizeof *wk);
     j.cap = (size_t)1 << 20;
     j.buf = malloc(j.cap);
-    if (!j.s || !cw || !wk || !j.buf || bz_cutter_init(&j.cut, o->level)) {
+    if (!j.s || !j.spare || !cw || !wk || !j.buf || bz_cutter_init(&j.cut, o->level)) {
         fail(&j, 1, "out of memory", 0);
         goto out;
     }
@@ -315,13 +371,15 @@ int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_to
         goto out;
     }
     have_reader = !o->no_threads;
+    /* proxies first: every worker needs its proxy; fewer local compressors is fine */
+    int nproxy = total - (o->no_threads ? 0 : o->threads);
     for (; nthreads < total; nthreads++) {
         wk[nthreads].j = &j;
-        wk[nthreads].remote = nthreads < o->threads ? -1 : nthreads - o->threads;
-        if (pthread_create(&cw[nthreads], NULL, compressor, &wk[nthreads])) {
-            if (nthreads == 0)
+        wk[nthreads].proxy = nthreads < nproxy ? nthreads : -1;
+        if (pthread_create(&cw[nthreads], NULL, wk[nthreads].proxy >= 0 ? proxy : compressor, &wk[nthreads])) {
+            if (nthreads <= nproxy)
                 fail(&j, 1, "cannot start a thread", 0);
-            break; /* fewer threads is fine */
+            break;
         }
     }
 
@@ -369,6 +427,10 @@ int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_to
             fail(&j, 1, "write error", errno);
         out_bits += 80;
     }
+    /* after a failure, blocks may still be out with the pump's workers: take
+       them back before their slots go (a receive into freed memory) */
+    while (o->pump && o->pump(o->pump_arg, &j, 1) > 0)
+        ;
 out:
     if (have_reader)
         pthread_join(rd, NULL);
@@ -382,6 +444,9 @@ out:
         free(j.s[i].data);
         bz_block_free(&j.s[i].blk);
     }
+    for (int i = 0; i < j.nspare; i++)
+        free(j.spare[i]);
+    free(j.spare);
     free(j.s);
     free(j.buf);
     free(cw);

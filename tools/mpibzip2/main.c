@@ -34,7 +34,7 @@ typedef struct opts {
     int to_stdout, keep, force, verbose, quiet, level, threads;
     int single;     /* --single-threaded: no threads on any rank (SMPI; forced by MPI_THREAD_SINGLE) */
     int shared;     /* --shared-input: workers read blocks from the input file themselves */
-    int queue;      /* --queue=N: blocks in flight on rank 0 (0: 2 per compressor + 2) */
+    int queue;      /* --queue=N: blocks in flight on rank 0 (0: bz_compress_opts' default) */
     char **files;
     int nfiles;
 } opts;
@@ -56,9 +56,10 @@ static void usage(FILE *f)
             "  --thread-level=L ask MPI for at most L: multiple (default), serialized, funneled, single\n"
             "  --shared-input   every rank can read the input files at the same path (shared file\n"
             "                   system): rank 0 sends workers block offsets instead of block bytes\n"
-            "  --queue=N        blocks in flight on rank 0 when compressing, each up to 1.25 block\n"
-            "                   sizes of input and its compressed bits (default: 2 per compressing\n"
-            "                   thread or remote thread, + 2); fewer saves memory, may idle threads\n"
+            "  --queue=N        blocks in flight on rank 0 when compressing: each holds its compressed\n"
+            "                   bits, and up to 1.25 block sizes of input until it is compressed here\n"
+            "                   or sent (default: 2 per local compression thread, 8 per remote one,\n"
+            "                   + 2); fewer saves memory, may leave compressors waiting\n"
             "  -h --help, -V --version\n"
             "Without files: standard input to standard output. Exit: 0 ok, 1 files/flags/I-O, 2 corrupt\n"
             "input, 3 internal error. Started without an MPI launcher, mpibzip2 does not start MPI\n"
@@ -270,10 +271,10 @@ static char *decompressed_name(const char *in, int *guessed)
 
 typedef struct world {
     MPI_Comm comm;
-    int nremote;            /* remote compression channels */
-    mpibz_remote *remotes;  /* MPI_THREAD_MULTIPLE: one proxy thread each */
-    void **remote_args;
-    mpibz_pump *pump;       /* below MULTIPLE, or --single-threaded: driven by the writing thread */
+    int nremote;           /* remote compression channels */
+    int nproxy;            /* MPI_THREAD_MULTIPLE: a pump per worker rank, each run by a proxy thread */
+    mpibz_pump **proxies;
+    mpibz_pump *pump;      /* below MULTIPLE, or --single-threaded: one pump, run by the writing thread */
 } world;
 
 /* --shared-input: the workers read blocks from path (NULL: blocks are sent). */
@@ -281,8 +282,8 @@ static void shared_input(const world *w, const char *path)
 {
     if (w->pump)
         mpibz_pump_input(w->pump, path);
-    for (int k = 0; w->remotes && k < w->nremote; k++)
-        w->remotes[k].path = path;
+    for (int k = 0; k < w->nproxy; k++)
+        mpibz_pump_input(w->proxies[k], path);
 }
 
 /* Runs one file (or stdin when name is NULL). Returns the exit code for it. */
@@ -360,14 +361,11 @@ static int one(const opts *o, const world *w, const char *name)
     if (o->mode == 'z') {
         char *abs = o->shared && name && w->nremote ? realpath(name, NULL) : NULL;
         shared_input(w, abs);
-        bz_compress_opts co = {o->level, o->threads, pg.on ? progress_cb : NULL, &pg, w->nremote, NULL, NULL,
-                               NULL, NULL, o->single, o->queue};
+        bz_compress_opts co = {o->level, o->threads, pg.on ? progress_cb : NULL, &pg, w->nremote, w->nproxy,
+                               mpibz_proxy, (void **)w->proxies, NULL, NULL, o->single, o->queue};
         if (w->pump) {
             co.pump = mpibz_pump_run;
             co.pump_arg = w->pump;
-        } else if (w->nremote) {
-            co.remote = mpibz_remote_compress;
-            co.remote_arg = w->remote_args;
         }
         if (o->single) /* rank 0 compresses only when it is alone */
             co.threads = w->nremote ? 0 : 1;
@@ -491,7 +489,7 @@ int main(int argc, char **argv)
 {
     int provided = MPI_THREAD_SINGLE, rank = 0, size = 1, rc = 0;
     opts o;
-    world w = {MPI_COMM_NULL, 0, NULL, NULL, NULL};
+    world w = {MPI_COMM_NULL, 0, 0, NULL, NULL};
 
     int want = MPI_THREAD_MULTIPLE;
     for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
@@ -528,7 +526,7 @@ int main(int argc, char **argv)
                 o.single ? 1 : o.threads, mpi ? level_name(provided) : "none (no MPI launcher: MPI not started)",
                 !remote_ok                            ? "threads of rank 0 only"
                 : o.single                            ? "single-threaded master (no threads)"
-                : provided == MPI_THREAD_MULTIPLE     ? "one proxy thread per remote compressor"
+                : provided == MPI_THREAD_MULTIPLE     ? "one proxy thread per worker rank"
                                                       : "the writing thread drives the remote compressors");
     if (remote_ok) {
         int *counts = calloc((size_t)size, sizeof *counts);
@@ -538,21 +536,21 @@ int main(int argc, char **argv)
             free(counts);
             goto out;
         }
+        int oom = 0;
         for (int r = 1; r < size; r++)
             w.nremote += counts[r];
+        /* rank 0 compresses too, unless it is the single-threaded master */
+        int compressors = w.nremote / 2 + (o.single ? 0 : o.threads);
         if (o.single || provided != MPI_THREAD_MULTIPLE) {
-            w.pump = mpibz_pump_new(w.comm, o.level, counts, size);
+            oom = !(w.pump = mpibz_pump_new(w.comm, o.level, counts, 1, size - 1, compressors));
         } else {
-            w.remotes = calloc((size_t)w.nremote + 1, sizeof *w.remotes);
-            w.remote_args = calloc((size_t)w.nremote + 1, sizeof *w.remote_args);
-            for (int r = 1, k = 0; w.remotes && w.remote_args && r < size; r++)
-                for (int t = 0; t < counts[r]; t++, k++) {
-                    w.remotes[k] = (mpibz_remote){w.comm, r, MPIBZ_TAG + t, NULL, NULL, 0};
-                    w.remote_args[k] = &w.remotes[k];
-                }
+            oom = !(w.proxies = calloc((size_t)size, sizeof *w.proxies));
+            for (int r = 1; !oom && r < size; r++)
+                if (counts[r] > 0)
+                    oom = !(w.proxies[w.nproxy++] = mpibz_pump_new(w.comm, o.level, counts, r, r, compressors));
         }
         free(counts);
-        if (w.pump ? 0 : !w.remotes || !w.remote_args) {
+        if (oom) {
             fprintf(stderr, "mpibzip2: out of memory\n");
             rc = 1;
             goto quit;
@@ -575,16 +573,14 @@ int main(int argc, char **argv)
         }
     }
 quit:
-    if (w.pump)
-        mpibz_pump_quit(w.pump);
-    for (int k = 0; k < w.nremote && w.remotes; k++)
-        mpibz_remote_quit(&w.remotes[k]);
+    mpibz_pump_quit(w.pump);
+    for (int k = 0; k < w.nproxy; k++)
+        mpibz_pump_quit(w.proxies[k]);
 out:
     mpibz_pump_free(w.pump);
-    for (int k = 0; k < w.nremote && w.remotes; k++)
-        free(w.remotes[k].where);
-    free(w.remotes);
-    free(w.remote_args);
+    for (int k = 0; k < w.nproxy; k++)
+        mpibz_pump_free(w.proxies[k]);
+    free(w.proxies);
     free(o.files);
     if (mpi) {
         MPI_Comm_free(&w.comm);

@@ -14,91 +14,24 @@
 enum { K_BLOCK = 1, K_RESULT = 2, K_QUIT = 3 };
 
 #define BLOCK_CAP bz_cutter_cap(9) /* a block's bytes at any level */
+#define RES_HDR 24                 /* a result's header: kind, rc, crc, 0 (uint32), bits (uint64) */
+#define NAP_MAX 2000000L           /* longest sleep of a polling wait, ns */
+#define BITS_AT_ONCE 2             /* results' bits a pump receives at the same time */
 
+/* Sleeps *ns and doubles it, up to NAP_MAX. */
 static void nap(long *ns)
 {
     struct timespec t = {0, *ns};
     nanosleep(&t, NULL);
-    if (*ns < 1000000)
+    if (*ns < NAP_MAX)
         *ns *= 2;
 }
 
 /* MPI_Waitall with statuses (MPICH's MPI_STATUSES_IGNORE upsets GCC 12's bounds checks). */
 static int wait_all(int n, MPI_Request *r)
 {
-    MPI_Status st[3];
-    return n <= 3 && MPI_Waitall(n, r, st) == MPI_SUCCESS ? 0 : -1;
-}
-
-static int wait_req(MPI_Request *r)
-{
-    long ns = 10000;
-    for (;;) {
-        int flag = 0;
-        if (MPI_Test(r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            return -1;
-        if (flag)
-            return 0;
-        nap(&ns);
-    }
-}
-
-static int send_wait(const void *p, size_t n, int to, int tag, MPI_Comm comm)
-{
-    MPI_Request r;
-    if (n > INT32_MAX || MPI_Isend(p, (int)n, MPI_BYTE, to, tag, comm, &r) != MPI_SUCCESS)
-        return -1;
-    return wait_req(&r);
-}
-
-static int recv_wait(void *p, size_t n, int from, int tag, MPI_Comm comm)
-{
-    MPI_Request r;
-    if (n > INT32_MAX || MPI_Irecv(p, (int)n, MPI_BYTE, from, tag, comm, &r) != MPI_SUCCESS)
-        return -1;
-    return wait_req(&r);
-}
-
-/* A blocking receive (where nothing else has to go on meanwhile). */
-static int recv_now(void *p, size_t n, int from, int tag, MPI_Comm comm)
-{
-    return n > INT32_MAX || MPI_Recv(p, (int)n, MPI_BYTE, from, tag, comm, MPI_STATUS_IGNORE) != MPI_SUCCESS ? -1 : 0;
-}
-
-/* The rest of a result whose header h came from (rank, tag), received with
- * recv: returns the worker's rc (0: b holds the bits), or -200 if the
- * channel failed (also when b cannot grow: the bits are still on their way,
- * so the channel is out of step). */
-static int recv_result(const uint32_t h[4], bz_block *b, int (*recv)(void *, size_t, int, int, MPI_Comm), int rank,
-                       int tag, MPI_Comm comm)
-{
-    uint64_t nbits;
-    if (h[0] != K_RESULT)
-        return -200;
-    if (h[2])
-        return (int)(int32_t)h[2];
-    if (recv(&nbits, sizeof nbits, rank, tag, comm) || bz_block_reserve(b, (size_t)((nbits + 7) / 8)) ||
-        recv(b->bits, (size_t)((nbits + 7) / 8), rank, tag, comm))
-        return -200;
-    b->nbits = nbits;
-    b->crc = h[3];
-    return 0;
-}
-
-/* A block's "where" message (--shared-input): its offset, then the path. */
-static size_t where_msg(unsigned char **buf, size_t *cap, uint64_t start, const char *path)
-{
-    size_t n = 8 + strlen(path) + 1;
-    if (n > *cap) {
-        unsigned char *b = realloc(*buf, n);
-        if (!b)
-            return 0;
-        *buf = b;
-        *cap = n;
-    }
-    memcpy(*buf, &start, 8);
-    memcpy(*buf + 8, path, n - 8);
-    return n;
+    MPI_Status st[2];
+    return n <= 2 && MPI_Waitall(n, r, st) == MPI_SUCCESS ? 0 : -1;
 }
 
 /* The header of block b and where its bytes come from (kind BLOCK; the last
@@ -107,36 +40,20 @@ static void block_header(uint32_t h[4], const bz_piece *b, int level, const char
 {
     h[0] = K_BLOCK;
     h[1] = (uint32_t)level;
-    h[2] = (uint32_t)b->n;
-    h[3] = b->raw && path ? 2u : (uint32_t)b->raw;
+    h[2] = (uint32_t)(path ? b->in_n : b->n); /* the worker reads in_n input bytes itself */
+    h[3] = path ? 2u : (uint32_t)b->raw;
 }
 
-int mpibz_remote_compress(void *arg, const bz_piece *b, int level, bz_block *out)
-{
-    mpibz_remote *r = arg;
-    uint32_t h[4];
-    block_header(h, b, level, r->path);
-    size_t wn = h[3] == 2 ? where_msg(&r->where, &r->wcap, b->start, r->path) : 0;
-    if (h[3] == 2 && !wn)
-        return -100;
-    if (send_wait(h, sizeof h, r->rank, r->tag, r->comm) ||
-        (wn ? send_wait(r->where, wn, r->rank, r->tag, r->comm) : send_wait(b->data, b->n, r->rank, r->tag, r->comm)) ||
-        recv_wait(h, sizeof h, r->rank, r->tag, r->comm))
-        return -200;
-    return recv_result(h, out, recv_wait, r->rank, r->tag, r->comm);
-}
+/* The most input bytes a block can stand for: runs of one byte, 255 input
+ * bytes to 5 RLE1 bytes (--shared-input blocks are such ranges). */
+#define MAX_BLOCK_INPUT(level) (52u * 100000u * (uint32_t)(level))
 
-int mpibz_remote_quit(const mpibz_remote *r)
-{
-    uint32_t h[4] = {K_QUIT, 0, 0, 0};
-    return send_wait(h, sizeof h, r->rank, r->tag, r->comm);
-}
-
-/* ---- rank 0 below MPI_THREAD_MULTIPLE: the writing thread drives every channel ---- */
+/* ---- rank 0: pumps ---- */
 
 typedef struct chan {
-    int rank, tag, h;       /* h: the block out there, -1 when idle */
-    uint32_t out[4], hdr[4]; /* the block's header; the result's */
+    int rank, tag, h;        /* h: the block out there, -1 when idle */
+    uint32_t out[4];         /* the block's header */
+    unsigned char res[RES_HDR];
     MPI_Request send[2];
     unsigned char *where;    /* the block's "where" message (--shared-input) */
     size_t wcap;
@@ -145,34 +62,55 @@ typedef struct chan {
 struct mpibz_pump {
     MPI_Comm comm;
     const char *path; /* --shared-input: the input file, as the workers open it */
-    int level, n;
+    int level, n, first;
+    int out;          /* results awaited: headers and bits */
+    int ended;        /* bz_take said no block will come */
     chan *c;
-    MPI_Request *res; /* result header receive per channel (MPI_REQUEST_NULL when idle) */
+    /* receives in progress: [0, n) result headers per channel, [n, n + nh)
+       a result's bits per block handle (MPI_REQUEST_NULL when none) */
+    MPI_Request *req;
+    int nh;
+    /* results whose header came and whose bits are to be received (at
+       most BITS_AT_ONCE at a time, the oldest blocks first, so that they
+       arrive in the order they are written rather than all late together
+       over a shared link), per handle: */
+    struct pend {
+        int chan;      /* -1: nothing to receive */
+        uint64_t seq;
+    } *pend;
+    int npend, bits_out;
+    int *load;        /* per rank (index rank - first): blocks out there */
+    int *cores;       /* per rank: compressors (channels / 2) */
+    int compressors;  /* of the whole job, on every rank */
 };
 
-mpibz_pump *mpibz_pump_new(MPI_Comm comm, int level, const int *counts, int size)
+mpibz_pump *mpibz_pump_new(MPI_Comm comm, int level, const int *counts, int first, int last, int compressors)
 {
     mpibz_pump *p = calloc(1, sizeof *p);
-    int n = 0;
-    for (int r = 1; r < size; r++)
+    int n = 0, most = 0, nr = last - first + 1;
+    for (int r = first; r <= last; r++) {
         n += counts[r];
-    if (!p || !(p->c = calloc((size_t)n + 1, sizeof *p->c)) || !(p->res = calloc((size_t)n + 1, sizeof *p->res))) {
+        most = counts[r] > most ? counts[r] : most;
+    }
+    if (!p || !(p->c = calloc((size_t)n + 1, sizeof *p->c)) || !(p->req = calloc((size_t)n + 1, sizeof *p->req)) ||
+        !(p->load = calloc((size_t)nr, sizeof *p->load)) || !(p->cores = calloc((size_t)nr, sizeof *p->cores))) {
         mpibz_pump_free(p);
         return NULL;
     }
     p->comm = comm;
     p->level = level;
-    /* Thread t of every rank before thread t+1 of any: the first blocks go
-       one to each rank, not all to rank 1's threads. */
-    int most = 0;
-    for (int r = 1; r < size; r++)
-        most = counts[r] > most ? counts[r] : most;
+    p->first = first;
+    p->compressors = compressors;
+    /* Channel t of every rank before channel t+1 of any: the first blocks go
+       one to each rank, not all to the first rank's channels. */
     for (int t = 0; t < most; t++)
-        for (int r = 1; r < size; r++)
+        for (int r = first; r <= last; r++)
             if (t < counts[r]) {
                 p->c[p->n] = (chan){r, MPIBZ_TAG + t, -1, {0}, {0}, {MPI_REQUEST_NULL, MPI_REQUEST_NULL}, NULL, 0};
-                p->res[p->n++] = MPI_REQUEST_NULL;
+                p->req[p->n++] = MPI_REQUEST_NULL;
             }
+    for (int r = first; r <= last; r++)
+        p->cores[r - first] = counts[r] > 1 ? counts[r] / 2 : 1;
     return p;
 }
 
@@ -183,65 +121,11 @@ void mpibz_pump_free(mpibz_pump *p)
     for (int k = 0; p->c && k < p->n; k++)
         free(p->c[k].where);
     free(p->c);
-    free(p->res);
+    free(p->req);
+    free(p->pend);
+    free(p->load);
+    free(p->cores);
     free(p);
-}
-
-/* The result of channel c's block has its header in c->hdr: receive the rest. */
-static int collect(mpibz_pump *p, bz_job *j, chan *c)
-{
-    if (wait_all(2, c->send))
-        return -1;
-    int rc = recv_result(c->hdr, bz_out(j, c->h), recv_now, c->rank, c->tag, p->comm);
-    if (rc == -200)
-        return -1;
-    bz_put(j, c->h, rc);
-    c->h = -1;
-    return 0;
-}
-
-int mpibz_pump_run(void *arg, bz_job *j, int may_block)
-{
-    mpibz_pump *p = arg;
-    int did = 0, busy = 0, more = 1;
-    for (int k = 0; k < p->n; k++) {
-        chan *c = &p->c[k];
-        if (c->h < 0 && more) {
-            bz_piece b;
-            int h = bz_take(j, &b);
-            if (h < 0) {
-                more = 0; /* no block for the other idle channels either (but count the busy ones) */
-                continue;
-            }
-            c->h = h;
-            block_header(c->out, &b, p->level, p->path);
-            size_t wn = c->out[3] == 2 ? where_msg(&c->where, &c->wcap, b.start, p->path) : 0;
-            if ((c->out[3] == 2 && !wn) ||
-                MPI_Isend(c->out, (int)sizeof c->out, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[0]) ||
-                (wn ? MPI_Isend(c->where, (int)wn, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[1])
-                    : MPI_Isend(b.data, (int)b.n, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[1])) ||
-                MPI_Irecv(c->hdr, (int)sizeof c->hdr, MPI_BYTE, c->rank, c->tag, p->comm, &p->res[k]))
-                return -1;
-            did = 1;
-        }
-        busy += c->h >= 0;
-    }
-    if (!busy)
-        return did;
-    for (;;) {
-        int k = MPI_UNDEFINED, flag = 0;
-        if (may_block && !did) {
-            if (MPI_Waitany(p->n, p->res, &k, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-                return -1;
-        } else if (MPI_Testany(p->n, p->res, &k, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-            return -1;
-        }
-        if (k == MPI_UNDEFINED)
-            return did;
-        if (collect(p, j, &p->c[k]))
-            return -1;
-        did = 1;
-    }
 }
 
 void mpibz_pump_input(mpibz_pump *p, const char *path)
@@ -249,59 +133,268 @@ void mpibz_pump_input(mpibz_pump *p, const char *path)
     p->path = path;
 }
 
+/* A block's "where" message (--shared-input): its offset, then the path. */
+static size_t where_msg(chan *c, uint64_t start, const char *path)
+{
+    size_t n = 8 + strlen(path) + 1;
+    if (n > c->wcap) {
+        unsigned char *b = realloc(c->where, n);
+        if (!b)
+            return 0;
+        c->where = b;
+        c->wcap = n;
+    }
+    memcpy(c->where, &start, 8);
+    memcpy(c->where + 8, path, n - 8);
+    return n;
+}
+
+/* Sends block h to channel k and posts the receive of its result's header. */
+static int dispatch(mpibz_pump *p, bz_job *j, int k, int h, const bz_piece *b)
+{
+    chan *c = &p->c[k];
+    c->h = h;
+    p->pend[h].seq = b->seq;
+    p->load[c->rank - p->first]++;
+    p->out++;
+    block_header(c->out, b, p->level, p->path);
+    size_t wn = c->out[3] == 2 ? where_msg(c, b->start, p->path) : 0;
+    if ((c->out[3] == 2 && !wn) ||
+        MPI_Isend(c->out, (int)sizeof c->out, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[0]) ||
+        (wn ? MPI_Isend(c->where, (int)wn, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[1])
+            : MPI_Isend(b->data, (int)b->n, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[1])) ||
+        MPI_Irecv(c->res, RES_HDR, MPI_BYTE, c->rank, c->tag, p->comm, &p->req[k]))
+        return -1;
+    if (wn)
+        bz_release(j, h); /* the worker reads the bytes itself */
+    return 0;
+}
+
+/* Posts the receives of waiting results' bits, oldest blocks first. */
+static int post_bits(mpibz_pump *p, bz_job *j)
+{
+    while (p->npend > 0 && p->bits_out < BITS_AT_ONCE) {
+        int h = -1;
+        for (int i = 0; i < p->nh; i++)
+            if (p->pend[i].chan >= 0 && (h < 0 || p->pend[i].seq < p->pend[h].seq))
+                h = i;
+        chan *c = &p->c[p->pend[h].chan];
+        bz_block *b = bz_out(j, h);
+        if (MPI_Irecv(b->bits, (int)((b->nbits + 7) / 8), MPI_BYTE, c->rank, c->tag - MPIBZ_TAG + MPIBZ_BITS_TAG,
+                      p->comm, &p->req[p->n + h]))
+            return -1;
+        p->pend[h].chan = -1;
+        p->npend--;
+        p->bits_out++;
+    }
+    return 0;
+}
+
+/* Receive k completed: a result's header (channel k: the channel is free
+ * again, and the result's bits wait for their receive) or a result's bits
+ * (handle k - n: the block is back). */
+static int arrived(mpibz_pump *p, bz_job *j, int k)
+{
+    if (k >= p->n) {
+        bz_put(j, k - p->n, 0);
+        p->out--;
+        p->bits_out--;
+        return post_bits(p, j);
+    }
+    chan *c = &p->c[k];
+    int h = c->h;
+    uint32_t w[4];
+    uint64_t nbits;
+    memcpy(w, c->res, sizeof w);
+    memcpy(&nbits, c->res + 16, 8);
+    /* the worker has the block's bytes: their buffer goes back to the reader */
+    if (w[0] != K_RESULT || wait_all(2, c->send))
+        return -1;
+    bz_release(j, h);
+    c->h = -1;
+    p->load[c->rank - p->first]--;
+    if (w[1] != 0) {
+        bz_put(j, h, (int)(int32_t)w[1]);
+        p->out--;
+        return 0;
+    }
+    bz_block *b = bz_out(j, h);
+    size_t bytes = (size_t)((nbits + 7) / 8);
+    if (nbits == 0 || bytes > BLOCK_CAP + 4096 || bz_block_reserve(b, bytes))
+        return -1;
+    b->nbits = nbits;
+    b->crc = w[2];
+    p->pend[h].chan = k;
+    p->npend++;
+    return post_bits(p, j);
+}
+
+int mpibz_pump_run(void *arg, bz_job *j, int may_block)
+{
+    mpibz_pump *p = arg;
+    int did = 0;
+    p->ended = 0;
+    if (p->nh < bz_handles(j)) { /* a new job with a longer queue (nothing is out) */
+        int nh = bz_handles(j);
+        MPI_Request *r = realloc(p->req, (size_t)(p->n + nh) * sizeof *r);
+        if (r)
+            p->req = r;
+        struct pend *q = realloc(p->pend, (size_t)nh * sizeof *q);
+        if (!r || !q)
+            return -1;
+        p->pend = q;
+        for (int i = p->nh; i < nh; i++) {
+            r[p->n + i] = MPI_REQUEST_NULL;
+            q[i].chan = -1;
+        }
+        p->nh = nh;
+    }
+    /* idle channels: first those of ranks with an idle compressor, then the
+       rest; but no block waits behind another in the last round, when there
+       are no more blocks left than compressors: it goes to the first
+       compressor that is free (the ends of the workers' last blocks then
+       spread over at most about one block's time) */
+    int passes = 2, left = bz_blocks_left(j);
+    if (left >= 0 && left <= p->compressors)
+        passes = 1;
+    for (int pass = 0; pass < passes && !p->ended; pass++)
+        for (int k = 0; k < p->n; k++) {
+            chan *c = &p->c[k];
+            if (c->h >= 0 || (pass == 0 && p->load[c->rank - p->first] >= p->cores[c->rank - p->first]))
+                continue;
+            bz_piece b;
+            int h = bz_take(j, &b);
+            if (h < 0) {
+                p->ended = h == -2;
+                pass = passes; /* no block for the other idle channels either */
+                break;
+            }
+            if (dispatch(p, j, k, h, &b))
+                return -1;
+            did = 1;
+        }
+    for (;;) {
+        int k = MPI_UNDEFINED, flag = 0;
+        if (p->out == 0)
+            return did;
+        if (may_block && !did) {
+            if (MPI_Waitany(p->n + p->nh, p->req, &k, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+                return -1;
+        } else if (MPI_Testany(p->n + p->nh, p->req, &k, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            return -1;
+        }
+        if (k == MPI_UNDEFINED)
+            return did;
+        if (arrived(p, j, k))
+            return -1;
+        did = 1;
+    }
+}
+
+int mpibz_proxy(void *arg, bz_job *j)
+{
+    mpibz_pump *p = arg;
+    long ns = 20000;
+    for (;;) {
+        int r = mpibz_pump_run(p, j, 0);
+        if (r < 0)
+            return -1;
+        if (p->ended && p->out == 0)
+            return 0;
+        if (r > 0)
+            ns = 20000;
+        else
+            nap(&ns);
+    }
+}
+
 int mpibz_pump_quit(mpibz_pump *p)
 {
     int rc = 0;
     for (int k = 0; p && k < p->n; k++) {
-        mpibz_remote r = {p->comm, p->c[k].rank, p->c[k].tag, NULL, NULL, 0};
-        rc |= mpibz_remote_quit(&r);
+        uint32_t h[4] = {K_QUIT, 0, 0, 0};
+        rc |= MPI_Send(h, (int)sizeof h, MPI_BYTE, p->c[k].rank, p->c[k].tag, p->comm) != MPI_SUCCESS;
     }
     return rc;
 }
 
 /* ---- worker ranks: the main thread makes every MPI call; compression threads only compress ---- */
 
+enum { W_WAIT = 0, W_READY, W_WORK, W_DONE, W_CLOSED };
+
 typedef struct wchan {
-    int tag, state; /* W_WAIT (header receive posted), W_WORK (block being compressed), W_CLOSED */
-    uint32_t hdr[4], res[4];
-    uint64_t nbits;
-    MPI_Request send[3];
-    MPI_Request dreq;   /* the next block's bytes (or "where" message), posted with its header's receive */
+    int tag, state;
+    uint64_t seq;        /* arrival order of its block (W_READY) */
+    uint32_t hdr[4];
+    MPI_Request dreq;    /* the next block's bytes (or "where" message), posted with its header's receive */
     unsigned char *data; /* BLOCK_CAP bytes */
     size_t n;
-    int level, raw, rc, done;
-    bz_block b;
-    bz_coder coder; /* its compressing thread's */
-    pthread_t th;
-    int have_thread;
-    struct wshared *sh;
+    int level, raw, rc;
+    int fd;              /* --shared-input: the block is the input bytes [at, at + n) of fd (else -1) */
+    uint64_t at;
+    bz_block b;          /* the block being compressed */
 } wchan;
+
+/* Compresses c's block with the coder. */
+static int compress_block(bz_coder *coder, wchan *c)
+{
+    return c->fd >= 0 ? bz_block_compress_file(coder, c->fd, c->at, c->n, c->data, BLOCK_CAP, c->level, &c->b)
+                      : bz_block_compress(coder, c->data, c->n, c->raw, c->level, &c->b);
+}
+
+/* A result on its way to rank 0: its header and bits, and their sends. */
+typedef struct wsend {
+    MPI_Request r[2];
+    unsigned char res[RES_HDR];
+    bz_block b;
+} wsend;
+
+/* Results on their way: as many as rank 0's link has not taken yet. */
+typedef struct woutbox {
+    wsend **s;
+    int n;
+} woutbox;
 
 typedef struct wshared {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int quit;
+    pthread_cond_t work, done; /* a block is ready for a thread / a thread finished one */
+    int quit, n;
+    wchan *c;
 } wshared;
 
-enum { W_WAIT = 0, W_WORK, W_CLOSED };
+/* The channel whose block came first among those waiting for a compressor (mu held), or NULL. */
+static wchan *oldest_ready(wshared *sh)
+{
+    wchan *o = NULL;
+    for (int i = 0; i < sh->n; i++)
+        if (sh->c[i].state == W_READY && (!o || sh->c[i].seq < o->seq))
+            o = &sh->c[i];
+    return o;
+}
 
 static void *wthread_main(void *arg)
 {
-    wchan *c = arg;
-    wshared *sh = c->sh;
+    wshared *sh = arg;
+    bz_coder coder = {0};
     pthread_mutex_lock(&sh->mu);
     for (;;) {
-        while (!sh->quit && !(c->state == W_WORK && !c->done))
-            pthread_cond_wait(&sh->cv, &sh->mu);
-        if (c->state != W_WORK || c->done)
-            break;
+        wchan *c = oldest_ready(sh);
+        if (!c) {
+            if (sh->quit)
+                break;
+            pthread_cond_wait(&sh->work, &sh->mu);
+            continue;
+        }
+        c->state = W_WORK;
         pthread_mutex_unlock(&sh->mu);
-        int rc = bz_block_compress(&c->coder, c->data, c->n, c->raw, c->level, &c->b);
+        int rc = compress_block(&coder, c);
         pthread_mutex_lock(&sh->mu);
         c->rc = rc;
-        c->done = 1;
+        c->state = W_DONE;
+        pthread_cond_signal(&sh->done);
     }
     pthread_mutex_unlock(&sh->mu);
+    bz_coder_free(&coder);
     return NULL;
 }
 
@@ -311,8 +404,8 @@ typedef struct winput {
     char *path;
 } winput;
 
-/* Reads n bytes at start of path into dst. 0, or -1. */
-static int read_at(winput *in, const char *path, uint64_t start, unsigned char *dst, size_t n)
+/* The file at path, opened once for all its blocks: its descriptor, or -1. */
+static int input_fd(winput *in, const char *path)
 {
     if (!in->path || strcmp(in->path, path)) {
         if (in->fd >= 0)
@@ -321,47 +414,37 @@ static int read_at(winput *in, const char *path, uint64_t start, unsigned char *
         in->path = strdup(path);
         in->fd = in->path ? open(path, O_RDONLY) : -1;
     }
-    if (in->fd < 0 || start > (uint64_t)INT64_MAX - n)
-        return -1;
-    for (size_t got = 0; got < n;) {
-        ssize_t r = pread(in->fd, dst + got, n - got, (off_t)(start + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        got += (size_t)r;
-    }
-    return 0;
+    return in->fd;
 }
 
-/* A header arrived on c: BLOCK has its bytes in c->data (returns 0, or 2
- * if a --shared-input block could not be read), QUIT closes the channel
- * (1); -1 on failure. The caller sets c->state. */
+/* A header arrived on c: BLOCK has its bytes in c->data, or with
+ * --shared-input where they are in the input file (returns 0, or 2 if that
+ * file cannot be opened); QUIT closes the channel (1); -1 on failure. The
+ * caller sets c->state. */
 static int take_block(wchan *c, winput *in)
 {
     if (c->hdr[0] == K_QUIT)
-        return wait_all(3, c->send) ? -1 : 1;
-    if (c->hdr[0] != K_BLOCK || c->hdr[1] < 1 || c->hdr[1] > 9 || c->hdr[2] > bz_cutter_cap((int)c->hdr[1]) ||
-        c->hdr[3] > 2)
+        return 1;
+    if (c->hdr[0] != K_BLOCK || c->hdr[1] < 1 || c->hdr[1] > 9 || c->hdr[3] > 2 ||
+        c->hdr[2] > (c->hdr[3] == 2 ? MAX_BLOCK_INPUT(c->hdr[1]) : bz_cutter_cap((int)c->hdr[1])))
         return -1;
     c->n = c->hdr[2];
     c->level = (int)c->hdr[1];
     c->raw = c->hdr[3] != 0;
-    unsigned char w[8 + 4097];
+    c->fd = -1;
     MPI_Status st;
     int len = 0;
-    uint64_t start;
-    /* the previous result's sends are done before its buffers are reused */
-    if (wait_all(3, c->send) || MPI_Wait(&c->dreq, &st) || MPI_Get_count(&st, MPI_BYTE, &len))
+    if (MPI_Wait(&c->dreq, &st) || MPI_Get_count(&st, MPI_BYTE, &len))
         return -1;
     if (c->hdr[3] != 2)
         return (size_t)len == c->n ? 0 : -1;
-    /* --shared-input: the block's offset and the file's path; read it here */
-    if (len < 10 || len > (int)sizeof w || c->data[len - 1] != 0)
+    /* --shared-input: the block's offset and the file's path; the
+       compressor reads the bytes (c->data is the buffer it reads through) */
+    if (len < 10 || c->data[len - 1] != 0)
         return -1;
-    memcpy(w, c->data, (size_t)len);
-    memcpy(&start, w, 8);
-    return read_at(in, (const char *)w + 8, start, c->data, c->n) ? 2 : 0;
+    memcpy(&c->at, c->data, 8);
+    c->fd = input_fd(in, (const char *)c->data + 8);
+    return c->fd < 0 ? 2 : 0;
 }
 
 /* Receives for c's next block: its header, then its bytes (or "where"
@@ -375,19 +458,45 @@ static int expect_block(MPI_Comm comm, wchan *c, MPI_Request *hreq)
                : 0;
 }
 
-/* c's block is compressed: send the result, expect the next block (the
- * caller sets c->state). */
-static int give_result(MPI_Comm comm, wchan *c, MPI_Request *hreq)
+/* c's block is compressed (or could not be read): send the result, expect
+ * the next block. The result goes out from a buffer of its own, which the
+ * channel's next block does not touch: rank 0 hands out that block as soon
+ * as the result's header arrives, while the bits may still be on their way
+ * (rank 0's link carries every worker's results; where the data compresses
+ * poorly they come faster than it takes them, and the workers go on
+ * compressing meanwhile). */
+static int give_result(MPI_Comm comm, wchan *c, MPI_Request *hreq, woutbox *ob)
 {
-    c->res[0] = K_RESULT;
-    c->res[1] = 0;
-    c->res[2] = (uint32_t)c->rc;
-    c->res[3] = c->rc ? 0 : c->b.crc;
-    c->nbits = c->b.nbits;
-    if (MPI_Isend(c->res, (int)sizeof c->res, MPI_BYTE, 0, c->tag, comm, &c->send[0]))
+    wsend *e = NULL;
+    for (int i = 0; i < ob->n && !e; i++) {
+        int done = 0;
+        MPI_Status st[2];
+        if (MPI_Testall(2, ob->s[i]->r, &done, st) != MPI_SUCCESS)
+            return -1;
+        if (done)
+            e = ob->s[i];
+    }
+    if (!e) {
+        wsend **g = realloc(ob->s, (size_t)(ob->n + 1) * sizeof *g);
+        if (!g)
+            return -1;
+        ob->s = g;
+        if (!(e = calloc(1, sizeof *e)))
+            return -1;
+        e->r[0] = e->r[1] = MPI_REQUEST_NULL;
+        ob->s[ob->n++] = e;
+    }
+    bz_block t = e->b; /* its buffer takes the channel's next block */
+    e->b = c->b;
+    c->b = t;
+    uint32_t w[4] = {K_RESULT, (uint32_t)c->rc, c->rc ? 0 : e->b.crc, 0};
+    uint64_t nbits = c->rc ? 0 : e->b.nbits;
+    memcpy(e->res, w, sizeof w);
+    memcpy(e->res + 16, &nbits, 8);
+    if (MPI_Isend(e->res, RES_HDR, MPI_BYTE, 0, c->tag, comm, &e->r[0]))
         return -1;
-    if (c->rc == 0 && (MPI_Isend(&c->nbits, (int)sizeof c->nbits, MPI_BYTE, 0, c->tag, comm, &c->send[1]) ||
-                       MPI_Isend(c->b.bits, (int)((c->nbits + 7) / 8), MPI_BYTE, 0, c->tag, comm, &c->send[2])))
+    if (c->rc == 0 && MPI_Isend(e->b.bits, (int)((nbits + 7) / 8), MPI_BYTE, 0, c->tag - MPIBZ_TAG + MPIBZ_BITS_TAG,
+                                comm, &e->r[1]))
         return -1;
     return expect_block(comm, c, hreq);
 }
@@ -400,79 +509,83 @@ int mpibz_thread_counts(MPI_Comm comm, int *counts)
 
 int mpibz_worker(MPI_Comm comm, int threads, int use_threads)
 {
-    /* without threads, two channels served in turn: one block's bytes arrive while the other compresses */
-    int nch = use_threads ? threads : 2, started = 0, rc = 0, open;
+    int nth = use_threads ? threads : 0, nch = 2 * (nth ? nth : 1), started = 0, nthreads = 0, rc = 0, open;
+    uint64_t arrivals = 0;
     winput in = {-1, NULL};
-    wshared sh = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    woutbox ob = {NULL, 0};
+    wshared sh = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL};
     wchan *c = calloc((size_t)nch, sizeof *c);
     MPI_Request *hreq = calloc((size_t)nch, sizeof *hreq);
-    if (!c || !hreq)
+    pthread_t *th = calloc((size_t)nth + 1, sizeof *th);
+    bz_coder coder = {0}; /* without threads */
+    if (!c || !hreq || !th)
         nch = 0; /* still answer rank 0 */
+    sh.c = c;
     for (; started < nch; started++) {
-        wchan *w = &c[started];
-        w->tag = MPIBZ_TAG + started;
-        w->sh = &sh;
-        w->dreq = MPI_REQUEST_NULL;
-        for (int i = 0; i < 3; i++)
-            w->send[i] = MPI_REQUEST_NULL;
-        if (!(w->data = malloc(BLOCK_CAP)))
+        c[started].tag = MPIBZ_TAG + started;
+        c[started].dreq = hreq[started] = MPI_REQUEST_NULL;
+        if (!(c[started].data = malloc(BLOCK_CAP)))
             break;
-        if (use_threads) {
-            if (pthread_create(&w->th, NULL, wthread_main, w)) {
-                free(w->data);
-                break;
-            }
-            w->have_thread = 1;
-        }
-        if (expect_block(comm, w, &hreq[started])) {
-            rc = 1;
-            started++; /* its thread and buffer are cleaned up below */
-            break;
-        }
     }
-    /* rank 0 learns how many channels serve it (fewer if threads could not start) */
+    started &= ~1; /* whole compressors only: two channels each */
+    sh.n = started;
+    for (; nthreads < nth && nthreads < started / 2; nthreads++)
+        if (pthread_create(&th[nthreads], NULL, wthread_main, &sh))
+            break;
+    if (nth)
+        started = nthreads * 2; /* no channels for threads that could not start */
+    pthread_mutex_lock(&sh.mu);
+    sh.n = started;
+    pthread_mutex_unlock(&sh.mu);
+    for (int i = 0; i < started && !rc; i++)
+        rc = expect_block(comm, &c[i], &hreq[i]) ? 1 : 0;
+    if (rc)
+        started = 0; /* rank 0 sends this rank nothing */
+    /* rank 0 learns how many channels serve it */
     if (MPI_Gather(&started, 1, MPI_INT, NULL, 0, MPI_INT, 0, comm) != MPI_SUCCESS)
         rc = 1;
     open = rc ? 0 : started;
-    long ns = 10000;
+    long ns = 20000;
     while (open > 0) {
         int did = 0, k = MPI_UNDEFINED, flag = 0;
-        if (!use_threads) { /* channels compressed by this thread in turn: block in MPI */
-            int t = MPI_Waitany(started, hreq, &k, MPI_STATUS_IGNORE) || k == MPI_UNDEFINED
-                        ? -1 : take_block(&c[k], &in);
-            if (t < 0)
+        /* arrivals; without threads, wait for one when no block is ready */
+        for (;;) {
+            if (!nth && !oldest_ready(&sh)) {
+                if (MPI_Waitany(started, hreq, &k, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+                    goto fail;
+            } else if (MPI_Testany(started, hreq, &k, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
                 goto fail;
-            if (t == 1) {
-                open--;
-                continue;
             }
-            c[k].rc = t == 2 ? -300 : bz_block_compress(&c[0].coder, c[k].data, c[k].n, c[k].raw, c[k].level, &c[k].b);
-            if (give_result(comm, &c[k], &hreq[k]))
-                goto fail;
-            continue;
-        }
-        /* arrivals */
-        while (MPI_Testany(started, hreq, &k, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && k != MPI_UNDEFINED) {
+            if (k == MPI_UNDEFINED)
+                break;
             int t = take_block(&c[k], &in);
             if (t < 0)
                 goto fail;
             pthread_mutex_lock(&sh.mu);
-            c[k].state = t == 1 ? W_CLOSED : W_WORK;
-            c[k].done = t == 2; /* unreadable: answered without compressing */
-            if (t == 2)
-                c[k].rc = -300;
-            pthread_cond_broadcast(&sh.cv);
+            c[k].state = t == 1 ? W_CLOSED : t == 2 ? W_DONE : W_READY;
+            c[k].rc = t == 2 ? -300 : 0; /* unreadable: answered without compressing */
+            c[k].seq = arrivals++;
+            pthread_cond_signal(&sh.work);
             pthread_mutex_unlock(&sh.mu);
             open -= t == 1;
             did = 1;
+            if (!open)
+                break;
+        }
+        if (!nth) { /* compress the block that came first */
+            wchan *w = oldest_ready(&sh);
+            if (w) {
+                w->rc = compress_block(&coder, w);
+                w->state = W_DONE;
+            }
         }
         /* results */
         for (int i = 0; i < started; i++) {
             pthread_mutex_lock(&sh.mu);
-            int ready = c[i].state == W_WORK && c[i].done;
+            int ready = c[i].state == W_DONE;
             pthread_mutex_unlock(&sh.mu);
             if (ready) {
-                if (give_result(comm, &c[i], &hreq[i]))
+                if (give_result(comm, &c[i], &hreq[i], &ob))
                     goto fail;
                 pthread_mutex_lock(&sh.mu);
                 c[i].state = W_WAIT;
@@ -480,11 +593,27 @@ int mpibz_worker(MPI_Comm comm, int threads, int use_threads)
                 did = 1;
             }
         }
-        if (did) {
-            ns = 10000;
-        } else {
-            nap(&ns);
+        if (did || !nth) {
+            ns = 20000;
+            continue;
         }
+        /* nothing moved: wait for a thread to finish a block, or a while (arrivals are polled) */
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += ns;
+        if (t.tv_nsec >= 1000000000L) {
+            t.tv_sec++;
+            t.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&sh.mu);
+        int any = 0;
+        for (int i = 0; i < started && !any; i++)
+            any = c[i].state == W_DONE;
+        if (!any)
+            pthread_cond_timedwait(&sh.done, &sh.mu, &t);
+        pthread_mutex_unlock(&sh.mu);
+        if (ns < NAP_MAX)
+            ns *= 2;
     }
     goto out;
 fail:
@@ -492,24 +621,40 @@ fail:
 out:
     pthread_mutex_lock(&sh.mu);
     sh.quit = 1;
-    pthread_cond_broadcast(&sh.cv);
+    pthread_cond_broadcast(&sh.work);
     pthread_mutex_unlock(&sh.mu);
-    for (int i = 0; i < started; i++) {
-        if (c[i].have_thread)
-            pthread_join(c[i].th, NULL);
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < ob.n; i++) {
+        int done = 0;
+        MPI_Status st[2];
         if (!rc)
-            wait_all(3, c[i].send);
+            done = !wait_all(2, ob.s[i]->r);
+        else if (MPI_Testall(2, ob.s[i]->r, &done, st) != MPI_SUCCESS)
+            done = 0;
+        if (!done)
+            continue; /* a send MPI may still read from: left, not freed */
+        bz_block_free(&ob.s[i]->b);
+        free(ob.s[i]);
+    }
+    free(ob.s);
+    for (int i = 0; c && i < nch; i++) {
+        MPI_Status st;
         if (c[i].dreq != MPI_REQUEST_NULL) { /* no block came after QUIT */
-            MPI_Status st;
             MPI_Cancel(&c[i].dreq);
             MPI_Wait(&c[i].dreq, &st);
         }
+        if (hreq[i] != MPI_REQUEST_NULL) { /* a receive no message will match */
+            MPI_Cancel(&hreq[i]);
+            MPI_Wait(&hreq[i], &st);
+        }
         free(c[i].data);
         bz_block_free(&c[i].b);
-        bz_coder_free(&c[i].coder);
     }
+    bz_coder_free(&coder);
     free(c);
     free(hreq);
+    free(th);
     if (in.fd >= 0)
         close(in.fd);
     free(in.path);

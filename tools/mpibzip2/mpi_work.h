@@ -1,27 +1,38 @@
 /*
  * Compression on other MPI ranks. Every rank but 0 runs mpibz_worker: its
  * main thread makes all MPI calls and hands blocks to compression threads
- * (or, without threads, compresses them itself), one "channel" (tag
- * MPIBZ_TAG + k) per compressor. Rank 0 drives the channels in one of two
- * ways:
- *   - MPI_THREAD_MULTIPLE: one proxy thread per remote channel
- *     (mpibz_remote_compress, a remote compressor of bz_compress: it sends a
- *     block and waits for its bits; demand-driven, so faster
- *     workers get more blocks);
- *   - below MULTIPLE: the writing thread drives all channels itself between
- *     writes (mpibz_pump_run, the pump of bz_compress), with non-blocking
- *     sends and receives.
+ * (or, without threads, compresses them itself). Each compressor has two
+ * "channels" (tag MPIBZ_TAG + k): while it compresses the block of one, the
+ * next block is already there on the other, so compression overlaps the
+ * transfers both ways and the master's reaction time. A channel holds one
+ * block at a time and asks for the next by returning its result: faster
+ * workers get more blocks (dynamic load balancing).
  *
- * Messages, per channel: a 16-byte header (four uint32: kind, level, n or
- * rc, raw flag or crc), then BLOCK: the block's n bytes (input bytes if
- * raw is 1, RLE1 bytes if 0) or, with --shared-input (raw 2), a "where"
- * message (uint64 offset, then the input file's path), from which the
- * worker reads the block itself; RESULT with rc 0: the bits'
- * length (uint64) and the bits; QUIT ends the channel. Threaded waits poll
- * with MPI_Test and short sleeps (10 us .. 1 ms): MPICH's blocking calls
- * spin, and on a machine with fewer cores than threads a spinning waiter
- * takes the CPU from the compressors. Without threads, waits block in MPI
- * (the only choice that SMPI simulates faithfully).
+ * Rank 0 drives the channels with pumps (mpibz_pump: a set of channels and
+ * their non-blocking sends and receives), in one of two ways:
+ *   - MPI_THREAD_MULTIPLE: one proxy thread per worker rank, each running
+ *     the pump of that rank's channels (mpibz_proxy);
+ *   - below MULTIPLE (or --single-threaded): one pump over every channel,
+ *     run by the writing thread between writes (mpibz_pump_run).
+ * A pump hands a block to an idle channel of the least busy rank first (a
+ * rank with an idle compressor before a second block to a busy one), so at
+ * the end of the input no block waits behind another while a worker idles.
+ *
+ * Messages, per channel: BLOCK, a 16-byte header (four uint32: kind, level,
+ * n, raw flag: 0 RLE1 bytes follow, 1 input bytes follow, 2 a "where"
+ * message follows), then the block's n bytes or, with --shared-input, the
+ * "where" message (uint64 offset, then the input file's path; n is then
+ * the block's input bytes, which the worker reads itself); RESULT, a
+ * 24-byte header (uint32 kind, rc, crc, 0; uint64 bits), then with rc 0 the
+ * block's bits, on a tag of their own; QUIT ends the channel. A result's
+ * header frees its channel for the next block at once; the bits follow when
+ * the master posts their receive: two at a time, the oldest blocks first,
+ * so that over a busy link they arrive in the order they are written, not
+ * all late together. Meanwhile the worker keeps them and goes on
+ * compressing. Threaded waits poll (MPI_Test*) with short
+ * sleeps: MPICH's blocking calls spin, which on a machine with fewer cores
+ * than threads takes the CPU from the compressors. Without threads, waits
+ * block in MPI (the only choice that SMPI simulates faithfully).
  */
 #ifndef MPIBZIP2_MPI_WORK_H
 #define MPIBZIP2_MPI_WORK_H
@@ -32,26 +43,20 @@
 #include "bzblock.h"
 #include "bzpar.h"
 
-#define MPIBZ_TAG 700
+#define MPIBZ_TAG 700                     /* channel k: blocks, results' headers: tag MPIBZ_TAG + k */
+#define MPIBZ_BITS_TAG (MPIBZ_TAG + 8192) /* results' bits: MPIBZ_BITS_TAG + k (k < 8192: -n <= 4096) */
 
-typedef struct mpibz_remote {
-    MPI_Comm comm;
-    int rank, tag;
-    const char *path;     /* --shared-input: the input file (else NULL: blocks' bytes are sent) */
-    unsigned char *where; /* buffer of the "where" message */
-    size_t wcap;
-} mpibz_remote;
-
-/* A remote compressor for bz_compress_opts.remote (arg: mpibz_remote *). */
-int mpibz_remote_compress(void *arg, const bz_piece *b, int level, bz_block *out);
-/* Tells the worker channel behind r to stop. */
-int mpibz_remote_quit(const mpibz_remote *r);
-
-/* The pump: all channels of all ranks (counts[r] channels on rank r). */
+/* A pump: the channels of ranks first..last (counts[r] channels on rank r);
+ * compressors: how many compress in the whole job (every rank's). */
 typedef struct mpibz_pump mpibz_pump;
-mpibz_pump *mpibz_pump_new(MPI_Comm comm, int level, const int *counts, int size);
-/* bz_compress_opts.pump (arg: mpibz_pump *). */
+mpibz_pump *mpibz_pump_new(MPI_Comm comm, int level, const int *counts, int first, int last, int compressors);
+/* bz_compress_opts.pump (arg: mpibz_pump *): hands blocks to idle channels
+ * and takes in results; may_block: wait in MPI for a result if nothing
+ * else happened. > 0 something moved, 0 nothing, < 0 MPI failed. */
 int mpibz_pump_run(void *arg, bz_job *j, int may_block);
+/* bz_compress_opts.proxy (arg: mpibz_pump *): runs the pump, polling, until
+ * the input is done and every block it handed out is back. 0, or -1. */
+int mpibz_proxy(void *arg, bz_job *j);
 /* --shared-input: the workers read the input bytes of blocks from path
  * themselves (NULL: the blocks' bytes are sent). */
 void mpibz_pump_input(mpibz_pump *p, const char *path);
@@ -60,8 +65,8 @@ int mpibz_pump_quit(mpibz_pump *p);
 void mpibz_pump_free(mpibz_pump *p);
 
 /* The loop of a worker rank: `threads` compression threads (use_threads)
- * or one channel served by the calling thread, until QUIT on every channel.
- * Returns 0, or 1 if MPI or memory failed. Collective with
+ * or the calling thread compressing, two channels each, until QUIT on
+ * every channel. Returns 0, or 1 if MPI or memory failed. Collective with
  * mpibz_thread_counts on rank 0, which gets each rank's number of channels
  * (counts[0] = 0). */
 int mpibz_worker(MPI_Comm comm, int threads, int use_threads);
