@@ -385,13 +385,13 @@ int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_to
 
     bz_writer_begin(&w, out, o->level);
     pthread_mutex_lock(&j.mu);
-    for (;;) {
+    while (!j.stop) {
         slot *s = NULL;
         for (int i = 0; i < j.ns && !s; i++)
             if (j.s[i].state == S_DONE && j.s[i].seq == j.nwritten)
                 s = &j.s[i];
         if (!s) {
-            if (j.stop || (j.eof && j.nwritten == j.nread))
+            if (j.eof && j.nwritten == j.nread)
                 break;
             idle(&j, inline_compress, &nap_ns);
             continue;
@@ -420,6 +420,12 @@ int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_to
         s->state = S_FREE;
         j.nwritten++;
         pthread_cond_signal(&j.cv_free);
+        if (o->pump) { /* between writes too: a run of writes must not keep workers waiting */
+            pthread_mutex_unlock(&j.mu);
+            if (o->pump(o->pump_arg, &j, 0) < 0)
+                fail(&j, 1, "lost a worker", 0);
+            pthread_mutex_lock(&j.mu);
+        }
     }
     pthread_mutex_unlock(&j.mu);
     if (!j.err) {

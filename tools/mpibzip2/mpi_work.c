@@ -250,12 +250,13 @@ int mpibz_pump_run(void *arg, bz_job *j, int may_block)
         p->nh = nh;
     }
     /* idle channels: first those of ranks with an idle compressor, then the
-       rest; but no block waits behind another in the last round, when there
-       are no more blocks left than compressors: it goes to the first
-       compressor that is free (the ends of the workers' last blocks then
-       spread over at most about one block's time) */
+       rest. But in the last two rounds (no more blocks left than twice the
+       compressors) no block waits behind another: each goes to the first
+       compressor that is free, as in plain self-scheduling, so that the
+       workers' last blocks end within about one block's time of each other
+       (a block queued behind a slow one would end up to two blocks late) */
     int passes = 2, left = bz_blocks_left(j);
-    if (left >= 0 && left <= p->compressors)
+    if (left >= 0 && left <= 2 * p->compressors)
         passes = 1;
     for (int pass = 0; pass < passes && !p->ended; pass++)
         for (int k = 0; k < p->n; k++) {
