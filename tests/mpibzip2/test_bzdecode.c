@@ -19,6 +19,7 @@
 
 #include <bzlib.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,7 +265,7 @@ static void run_dec(const buf *z, int threads, const bz_decode_debug *dbg, resul
     path_of(path, sizeof path, "in.bz2");
     FILE *in = fopen(path, "rb");
     FILE *out = open_memstream((char **)&r->out, &r->outlen);
-    bz_decode_opts o = {threads, 0, progress_cb, r};
+    bz_decode_opts o = {threads, 0, progress_cb, r, 0, NULL, NULL};
     if (dbg)
         r->dbg = *dbg;
     r->rc = bz_decompress_debug(in, "in.bz2", out, &o, &r->dbg, r->msg, sizeof r->msg);
@@ -620,7 +621,7 @@ static void test_good(void)
         result r;
         memset(&r, 0, sizeof r);
         FILE *out = open_memstream((char **)&r.out, &r.outlen);
-        bz_decode_opts o = {3, 0, NULL, NULL};
+        bz_decode_opts o = {3, 0, NULL, NULL, 0, NULL, NULL};
         r.rc = bz_decompress(in, "pipe", out, &o, r.msg, sizeof r.msg);
         fclose(out);
         pclose(in);
@@ -779,7 +780,7 @@ static void test_io(void)
     buf z = make("io", &data, 9);
     char path[256], msg[256];
     path_of(path, sizeof path, "io.9.bz2");
-    bz_decode_opts o = {2, 0, NULL, NULL};
+    bz_decode_opts o = {2, 0, NULL, NULL, 0, NULL, NULL};
     FILE *in = fopen(path, "rb"), *out = fopen("/dev/full", "wb");
     if (in && out) {
         int rc = bz_decompress(in, "io", out, &o, msg, sizeof msg);
@@ -829,7 +830,7 @@ static void bench(void)
             write_file("big.bz2", big.p, big.n);
             path_of(path, sizeof path, "big.bz2");
             FILE *in = fopen(path, "rb"), *out = fopen("/dev/null", "wb");
-            bz_decode_opts o = {th, 0, NULL, NULL};
+            bz_decode_opts o = {th, 0, NULL, NULL, 0, NULL, NULL};
             double s0 = now();
             r.rc = bz_decompress_debug(in, "big", out, &o, &dbg, r.msg, sizeof r.msg);
             double s1 = now();
@@ -844,6 +845,77 @@ static void bench(void)
     free(big.p);
     free(z.p);
     free(text.p);
+}
+
+/* Remote decoders, in process: a decoder that does what an MPI worker does
+ * (bz_decode_block, the output only when wanted), and one whose transport
+ * fails after a few blocks. */
+typedef struct fake_remote {
+    int calls, fail_after, want_out_seen, no_out_seen;
+    pthread_mutex_t mu;
+} fake_remote;
+
+static int fake_decode(void *arg, const unsigned char *syn, size_t synlen, uint64_t nbits, int level, int want_out,
+                       bz_trial *t)
+{
+    fake_remote *f = arg;
+    pthread_mutex_lock(&f->mu);
+    int n = ++f->calls;
+    f->want_out_seen += want_out;
+    f->no_out_seen += !want_out;
+    pthread_mutex_unlock(&f->mu);
+    if (f->fail_after && n > f->fail_after)
+        return -1;
+    bz_decode_block(syn, synlen, nbits, level, t);
+    if (!want_out) {
+        free(t->out);
+        t->out = NULL;
+    }
+    return 0;
+}
+
+static void test_remote(void)
+{
+    buf text = gen_text(3000000), rnd = gen_random(2000000, 5, 0);
+    buf zt = make("rtext", &text, 1), zr = make("rrnd", &rnd, 9);
+    buf multi = cat2(zt, zr), data = cat2(text, rnd);
+    char path[256], msg[256];
+    write_file("remote.bz2", multi.p, multi.n);
+    path_of(path, sizeof path, "remote.bz2");
+    for (int mode = 0; mode < 3; mode++) { /* decompress; test (-t); a transport that fails */
+        fake_remote f = {0, mode == 2 ? 3 : 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+        void *args[2] = {&f, &f};
+        bz_decode_opts o = {1, mode == 1, NULL, NULL, 2, fake_decode, args};
+        char *out = NULL;
+        size_t outlen = 0;
+        FILE *in = fopen(path, "rb"), *os = open_memstream(&out, &outlen);
+        int rc = in && os ? bz_decompress(in, "remote", mode == 1 ? NULL : os, &o, msg, sizeof msg) : -1;
+        if (os)
+            fclose(os);
+        if (in)
+            fclose(in);
+        if (mode == 0) {
+            CHECK(rc == 0 && outlen == data.n && !memcmp(out, data.p, data.n),
+                  "remote decoders: rc %d (%s), %zu bytes, want %zu", rc, msg, outlen, data.n);
+            CHECK(f.calls > 0 && f.no_out_seen == 0, "remote decoders: %d calls, %d without output", f.calls,
+                  f.no_out_seen);
+        } else if (mode == 1) {
+            CHECK(rc == 0 && f.calls > 0 && f.want_out_seen == 0, "remote decoders, -t: rc %d (%s), %d calls, %d "
+                  "asked for output", rc, msg, f.calls, f.want_out_seen);
+        } else {
+            CHECK(rc == 1 && strstr(msg, "lost a worker") && outlen < data.n,
+                  "a remote decoder that fails: rc %d (%s), %zu bytes written", rc, msg, outlen);
+            CHECK(outlen == 0 || !memcmp(out, data.p, outlen), "a remote decoder that fails: bytes written are "
+                  "not a prefix of the data");
+        }
+        free(out);
+    }
+    free(text.p);
+    free(rnd.p);
+    free(zt.p);
+    free(zr.p);
+    free(multi.p);
+    free(data.p);
 }
 
 int main(int argc, char **argv)
@@ -861,6 +933,7 @@ int main(int argc, char **argv)
         test_good();
         test_corrupt();
         test_io();
+        test_remote();
     }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

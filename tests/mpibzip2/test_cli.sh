@@ -181,6 +181,23 @@ cat "$d/text.ref.bz2" "$d/runs.ref.bz2" > "$d/cat.bz2"
 got=$(run 0 -d -c "$d/cat.bz2" | sha)
 [ "$got" = "$(cat "$d/text" "$d/runs" | sha)" ] && ok || bad "concatenated streams"
 
+# ---- decompression on several ranks (remote decoders: MPI_THREAD_MULTIPLE) ----
+for f in text runs random; do
+    for cfg in "2 1" "3 2" "4 1"; do
+        set -- $cfg
+        got=$(run "$1" -d -c -n "$2" "$d/$f.ref.bz2" | sha)
+        [ "$got" = "$(sha < "$d/$f")" ] && ok || bad "$f: decompressing on $1 ranks x $2 threads"
+    done
+done
+got=$(run 3 -d -c -n 1 "$d/cat.bz2" | sha)
+[ "$got" = "$(cat "$d/text" "$d/runs" | sha)" ] && ok || bad "concatenated streams on 3 ranks"
+run 3 -t -n 1 "$d/text.ref.bz2" && ok || bad "-t on 3 ranks"
+run 3 --thread-level=funneled -d -c "$d/text.ref.bz2" 2> "$d/err" | cmp -s - "$d/text" &&
+    grep -q "MPI_THREAD_MULTIPLE not provided" "$d/err" && ok ||
+    bad "decompression below MPI_THREAD_MULTIPLE: rank 0's threads, said on stderr"
+run 3 -vv -d -c "$d/one.ref.bz2" 2> "$d/err" >/dev/null
+grep -q "one decoding thread per remote channel" "$d/err" && ok || bad "-vv does not name the remote decoders"
+
 # ---- corrupt input: exit 2, no output file, input kept ----
 cp "$d/text.ref.bz2" "$d/trunc.bz2"
 truncate -s $(( $(stat -c%s "$d/trunc.bz2") / 2 )) "$d/trunc.bz2"
@@ -196,10 +213,15 @@ for f in trunc flip plain; do
     run 0 -t "$d/$f.bz2" 2> /dev/null; rc=$?
     [ "$rc" = 2 ] && ok || bad "$f: -t exit $rc, want 2"
 done
-# every byte written for a corrupt stream is right (a prefix of the original)
-n=$(run 0 -d -c "$d/flip.bz2" 2>/dev/null | wc -c)
-[ "$(run 0 -d -c "$d/flip.bz2" 2>/dev/null | sha)" = "$(head -c "$n" "$d/text" | sha)" ] && ok ||
-    bad "flip: bytes written are not a prefix of the original"
+# every byte written for a corrupt stream is right (a prefix of the original), on one rank and on three
+for r in 0 3; do
+    run "$r" -d -c "$d/flip.bz2" > "$d/flip.out" 2>/dev/null; rc=$?
+    n=$(wc -c < "$d/flip.out")
+    [ "$rc" = 2 ] && [ "$(sha < "$d/flip.out")" = "$(head -c "$n" "$d/text" | sha)" ] && ok ||
+        bad "flip, $r ranks: exit $rc, or the bytes written are not a prefix of the original"
+done
+run 3 -d -q "$d/trunc.bz2" 2>/dev/null; rc=$?
+[ "$rc" = 2 ] && [ ! -e "$d/trunc" ] && ok || bad "trunc on 3 ranks: exit $rc, want 2, no output"
 
 # ---- file handling ----
 cp "$d/text" "$d/f1"

@@ -93,7 +93,7 @@
 /* Kinds of candidate starts and ends besides BZ_MARK_BLOCK / BZ_MARK_EOS. */
 enum { K_FILE = 3, K_NONE, K_CAP, K_EOF };
 enum { ST_NEW, ST_BUSY, ST_DONE };
-enum { T_OK, T_FAIL, T_MEM };
+enum { T_OK = BZ_TRIAL_OK, T_FAIL = BZ_TRIAL_FAIL, T_MEM = BZ_TRIAL_MEM };
 
 /* ---------------------------------------------------------------- scanning */
 
@@ -229,13 +229,7 @@ static uint64_t get_bits(const unsigned char *p, uint64_t at, int k)
 
 /* ------------------------------------------------------------- candidates */
 
-typedef struct trial {
-    int res;      /* T_OK, T_FAIL, T_MEM */
-    int hopeless; /* failed within the candidate's own bits: no merge helps */
-    uint32_t crc;
-    unsigned char *out;
-    size_t outlen;
-} trial;
+typedef bz_trial trial;
 
 /* The bits [start, start + nbits) of the input, from one magic (or the
  * file's start, or a cut) to the next. */
@@ -294,7 +288,7 @@ static int cand_append(cand *c, const unsigned char *p, size_t n)
 
 /* Decodes a synthetic one-block stream of synlen bytes whose block holds
  * nbits bits. */
-static void run_decode(const unsigned char *syn, size_t synlen, uint64_t nbits, int level, trial *t)
+void bz_decode_block(const unsigned char *syn, size_t synlen, uint64_t nbits, int level, trial *t)
 {
     bz_stream s;
     size_t cap = (size_t)100000 * (size_t)level + 4096, len = 0, consumed = synlen;
@@ -367,10 +361,12 @@ static void run_decode(const unsigned char *syn, size_t synlen, uint64_t nbits, 
     }
 }
 
-/* Decodes the candidates first..last (consecutive) as one block; if
- * to_eof, also when last ends at the end of the input (to tell a truncated
- * block from a broken one). */
-static void trial_nodes(cand *first, cand *last, int level, int to_eof, trial *t)
+/* The candidates first..last (consecutive) as one-block stream (*syn,
+ * malloc'd, *synlen bytes; *nbits the block's bits): 0, or the trial's
+ * result (T_FAIL: not a whole block; if to_eof, last may end at the end of
+ * the input, to tell a truncated block from a broken one). */
+static int make_syn(cand *first, cand *last, int level, int to_eof, unsigned char **syn_out, size_t *synlen,
+                    uint64_t *nbits_out)
 {
     uint64_t nbits = 0;
     for (cand *c = first;; c = c->next) {
@@ -378,16 +374,12 @@ static void trial_nodes(cand *first, cand *last, int level, int to_eof, trial *t
         if (c == last)
             break;
     }
-    memset(t, 0, sizeof *t);
-    t->res = T_FAIL;
     if (nbits < 80 || (last->ekind != BZ_MARK_BLOCK && last->ekind != BZ_MARK_EOS && !(to_eof && last->ekind == K_EOF)))
-        return; /* not a whole block */
+        return T_FAIL; /* not a whole block */
     size_t size = 4 + (size_t)((nbits + 7) / 8) + 11 + 16;
     unsigned char *syn = calloc(1, size);
-    if (!syn) {
-        t->res = T_MEM;
-        return;
-    }
+    if (!syn)
+        return T_MEM;
     bitw w = {syn, 0};
     bw_put(&w, ((uint64_t)'B' << 24) | ((uint64_t)'Z' << 16) | ((uint64_t)'h' << 8) | (uint64_t)('0' + level), 32);
     for (cand *c = first;; c = c->next) {
@@ -400,8 +392,30 @@ static void trial_nodes(cand *first, cand *last, int level, int to_eof, trial *t
     bw_put(&w, crc, 32);
     if (w.n & 7)
         bw_put(&w, 0, (int)(8 - (w.n & 7)));
-    run_decode(syn, (size_t)(w.n / 8), nbits, level, t);
-    t->crc = crc;
+    *syn_out = syn;
+    *synlen = (size_t)(w.n / 8);
+    *nbits_out = nbits;
+    return 0;
+}
+
+/* The block's CRC, in a one-block stream. */
+static uint32_t syn_crc(const unsigned char *syn)
+{
+    return (uint32_t)get_bits(syn, 32 + 48, 32);
+}
+
+/* Decodes the candidates first..last (consecutive) as one block (see make_syn). */
+static void trial_nodes(cand *first, cand *last, int level, int to_eof, trial *t)
+{
+    unsigned char *syn;
+    size_t synlen;
+    uint64_t nbits;
+    memset(t, 0, sizeof *t);
+    t->res = make_syn(first, last, level, to_eof, &syn, &synlen, &nbits);
+    if (t->res != 0)
+        return;
+    bz_decode_block(syn, synlen, nbits, level, t);
+    t->crc = syn_crc(syn);
     free(syn);
 }
 
@@ -425,6 +439,7 @@ typedef struct dec {
     int count, qmax;
     uint64_t next_id; /* id of the next candidate published */
     int need_more, scan_done, read_err, read_errno, mem_err, stop;
+    int lost; /* a remote decoder's transport failed */
     uint64_t ncand, blocks, merges, redecodes;
 } dec;
 
@@ -639,9 +654,41 @@ static void *reader_main(void *arg)
 
 /* ----------------------------------------------------------------- workers */
 
+typedef struct dworker {
+    dec *d;
+    int remote; /* -1: decode here, else the index of the remote decoder */
+} dworker;
+
+/* Decodes candidate c as one block at the level: here, or through a
+ * remote decoder. */
+static void decode_one(dec *d, int remote, cand *c, int level, trial *t)
+{
+    unsigned char *syn;
+    size_t synlen;
+    uint64_t nbits;
+    if (remote < 0) {
+        trial_nodes(c, c, level, 0, t);
+        return;
+    }
+    memset(t, 0, sizeof *t);
+    if ((t->res = make_syn(c, c, level, 0, &syn, &synlen, &nbits)) != 0)
+        return;
+    const bz_decode_opts *o = d->opts;
+    if (o->remote(o->remote_arg[remote], syn, synlen, nbits, level, !d->test_only, t)) {
+        memset(t, 0, sizeof *t);
+        t->res = T_MEM; /* the run fails; seq_block says why (d->lost) */
+        pthread_mutex_lock(&d->mu);
+        d->lost = 1;
+        pthread_mutex_unlock(&d->mu);
+    }
+    t->crc = syn_crc(syn);
+    free(syn);
+}
+
 static void *worker_main(void *arg)
 {
-    dec *d = arg;
+    dworker *wk = arg;
+    dec *d = wk->d;
     pthread_mutex_lock(&d->mu);
     while (!d->stop) {
         cand *c = d->work_next;
@@ -660,7 +707,7 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&d->mu);
 
         trial t;
-        trial_nodes(c, c, level, 0, &t);
+        decode_one(d, wk->remote, c, level, &t);
 
         pthread_mutex_lock(&d->mu);
         c->t = t;
@@ -853,7 +900,7 @@ static int emit(dec *d, trial *t, uint64_t in_done, wstate *ws)
         rc = fail(d, BZ_DECODE_IOERR, "error writing output: %s", strerror(errno ? errno : EIO));
     if (!rc) {
         ws->out_total += t->outlen;
-        d->blocks += t->out != NULL;
+        d->blocks += t->res == T_OK;
         if (d->opts && d->opts->progress)
             d->opts->progress(d->opts->progress_arg, in_done, ws->out_total);
     }
@@ -939,7 +986,9 @@ static int seq_run(dec *d)
                 uint64_t end = 0;
                 rc = seq_block(d, c, level, &held, &end);
                 if (rc == 1)
-                    return reader_failed(d) ? reader_error(d) : fail(d, BZ_DECODE_IOERR, "out of memory");
+                    return reader_failed(d) ? reader_error(d)
+                           : d->lost      ? fail(d, BZ_DECODE_IOERR, "lost a worker (MPI failed)")
+                                          : fail(d, BZ_DECODE_IOERR, "out of memory");
                 if (rc == 2)
                     return fail(d, BZ_DECODE_CORRUPT, "data integrity error in %s",
                                 where(wb, sizeof wb, stream, block, pos / 8));
@@ -987,7 +1036,8 @@ int bz_decompress_debug(FILE *in, const char *name, FILE *out, const bz_decode_o
 {
     dec *d;
     pthread_t reader_thread, *workers;
-    int nworkers = 0, rc, reader_started = 0;
+    dworker *wk;
+    int nworkers = 0, rc, reader_started = 0, nremote = opts && opts->remote ? opts->nremote : 0;
 
     if (msg && msglen)
         msg[0] = '\0';
@@ -1013,16 +1063,19 @@ int bz_decompress_debug(FILE *in, const char *name, FILE *out, const bz_decode_o
     d->scan_only = dbg ? dbg->scan_only : 0;
     d->fake = dbg ? dbg->fake_marks : NULL;
     d->nfake = dbg && dbg->fake_marks ? dbg->nfake : 0;
-    d->qmax = 2 * d->threads + 1;
+    d->qmax = 2 * (d->threads + nremote) + 1;
     filt_init(&d->f);
     if (!in || (!out && !d->test_only)) {
         rc = fail(d, BZ_DECODE_IOERR, "no input or output file");
         free(d);
         return rc;
     }
-    workers = calloc((size_t)d->threads, sizeof *workers);
-    if (!workers) {
+    workers = calloc((size_t)(d->threads + nremote), sizeof *workers);
+    wk = calloc((size_t)(d->threads + nremote), sizeof *wk);
+    if (!workers || !wk) {
         rc = fail(d, BZ_DECODE_IOERR, "out of memory");
+        free(workers);
+        free(wk);
         free(d);
         return rc;
     }
@@ -1036,8 +1089,10 @@ int bz_decompress_debug(FILE *in, const char *name, FILE *out, const bz_decode_o
         reader_started = 1;
     else
         rc = fail(d, BZ_DECODE_IOERR, "cannot start a thread");
-    while (!rc && nworkers < d->threads) {
-        if (pthread_create(&workers[nworkers], NULL, worker_main, d) != 0) {
+    while (!rc && nworkers < d->threads + nremote) {
+        wk[nworkers].d = d;
+        wk[nworkers].remote = nworkers < d->threads ? -1 : nworkers - d->threads;
+        if (pthread_create(&workers[nworkers], NULL, worker_main, &wk[nworkers]) != 0) {
             rc = fail(d, BZ_DECODE_IOERR, "cannot start a thread");
             break;
         }
@@ -1075,6 +1130,7 @@ int bz_decompress_debug(FILE *in, const char *name, FILE *out, const bz_decode_o
     pthread_cond_destroy(&d->cv_seq);
     pthread_mutex_destroy(&d->mu);
     free(workers);
+    free(wk);
     free(d);
     return rc;
 }

@@ -31,6 +31,25 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* One block decoded as a bzip2 stream of its own (see bz_decode_block). */
+typedef struct bz_trial {
+    int res;      /* BZ_TRIAL_OK (decoded, block CRC right), BZ_TRIAL_FAIL, BZ_TRIAL_MEM */
+    int hopeless; /* failed within the block's own bits: no merge with what follows helps */
+    uint32_t crc;
+    unsigned char *out; /* malloc'd (NULL when only its length was wanted) */
+    size_t outlen;
+} bz_trial;
+#define BZ_TRIAL_OK 0
+#define BZ_TRIAL_FAIL 1
+#define BZ_TRIAL_MEM 2
+
+/* Decodes syn[0, synlen): "BZh" + level, one block of nbits bits, the
+ * end-of-stream magic and a combined CRC; t->crc is left alone. */
+void bz_decode_block(const unsigned char *syn, size_t synlen, uint64_t nbits, int level, bz_trial *t);
+
+/* The largest one-block stream bz_decode_block is given at the level. */
+#define BZ_DECODE_MAX_STREAM(level) ((size_t)(BZ_DECODE_MAX_BLOCK_BITS(level) / 8) + 32)
+
 typedef struct bz_decode_opts {
     int threads;   /* decoding threads (>= 1) */
     int test_only; /* -t: decode and verify, write nothing */
@@ -38,6 +57,15 @@ typedef struct bz_decode_opts {
      * block: compressed bytes verified so far, bytes output so far. */
     void (*progress)(void *arg, uint64_t in_bytes_done, uint64_t out_bytes_done);
     void *progress_arg;
+    /* Remote decoders (other MPI ranks; may be 0): nremote more threads,
+     * thread i decoding blocks through remote(remote_arg[i], ...), which
+     * does what bz_decode_block does (want_out 0: only the output's length
+     * is needed, t->out may stay NULL) and returns 0, or -1 if its transport
+     * failed (the run then fails: "lost a worker"). */
+    int nremote;
+    int (*remote)(void *arg, const unsigned char *syn, size_t synlen, uint64_t nbits, int level, int want_out,
+                  bz_trial *t);
+    void **remote_arg;
 } bz_decode_opts;
 
 /* Return codes of bz_decompress. */

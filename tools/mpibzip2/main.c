@@ -275,6 +275,9 @@ typedef struct world {
     int nproxy;            /* MPI_THREAD_MULTIPLE: a pump per worker rank, each run by a proxy thread */
     mpibz_pump **proxies;
     mpibz_pump *pump;      /* below MULTIPLE, or --single-threaded: one pump, run by the writing thread */
+    int ndchan;            /* decompression (MPI_THREAD_MULTIPLE): the remote channels, a thread each */
+    mpibz_dchan *dchan;
+    void **dchan_args;
 } world;
 
 /* --shared-input: the workers read blocks from path (NULL: blocks are sent). */
@@ -385,7 +388,8 @@ static int one(const opts *o, const world *w, const char *name)
             snprintf(msg, sizeof msg, "%s", strerror(errno));
             goto fail;
         }
-        bz_decode_opts dopt = {o->threads, o->mode == 't', pg.on ? progress_cb : NULL, &pg};
+        bz_decode_opts dopt = {o->threads, o->mode == 't', pg.on ? progress_cb : NULL, &pg, w->ndchan,
+                               mpibz_remote_decode, w->dchan_args};
         rc = bz_decompress(in, shown, o->mode == 't' ? NULL : out, &dopt, msg, sizeof msg);
         if (rc == 0 && msg[0] && !o->quiet)
             fprintf(stderr, "mpibzip2: %s\n", msg); /* a warning, e.g. trailing garbage */
@@ -489,7 +493,7 @@ int main(int argc, char **argv)
 {
     int provided = MPI_THREAD_SINGLE, rank = 0, size = 1, rc = 0;
     opts o;
-    world w = {MPI_COMM_NULL, 0, 0, NULL, NULL};
+    world w = {MPI_COMM_NULL, 0, 0, NULL, NULL, 0, NULL, NULL};
 
     int want = MPI_THREAD_MULTIPLE;
     for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
@@ -509,10 +513,14 @@ int main(int argc, char **argv)
     int pr = parse(argc, argv, &o, rank == 0);
     if (provided == MPI_THREAD_SINGLE)
         o.single = 1; /* no thread may exist besides the main one */
-    int remote_ok = size > 1 && pr == 0 && o.mode == 'z';
+    /* Other ranks compress, or decompress when rank 0 can run a thread per
+       remote channel (MPI_THREAD_MULTIPLE); rank 0 decides for all. */
+    int remote_ok = size > 1 && pr == 0 && (o.mode == 'z' || (provided == MPI_THREAD_MULTIPLE && !o.single));
+    if (size > 1 && MPI_Bcast(&remote_ok, 1, MPI_INT, 0, w.comm) != MPI_SUCCESS)
+        remote_ok = 0;
     if (rank != 0) {
         if (remote_ok)
-            rc = mpibz_worker(w.comm, o.threads, !o.single);
+            rc = mpibz_worker(w.comm, o.threads, !o.single, o.mode != 'z');
         goto out;
     }
     if (pr) {
@@ -520,11 +528,13 @@ int main(int argc, char **argv)
         goto out;
     }
     if (size > 1 && !remote_ok && !o.quiet)
-        fprintf(stderr, "mpibzip2: decompression runs on rank 0's threads (%d ranks idle)\n", size - 1);
+        fprintf(stderr, "mpibzip2: decompression runs on rank 0's threads (%d ranks idle: %s)\n", size - 1,
+                o.single ? "--single-threaded" : "MPI_THREAD_MULTIPLE not provided");
     if (o.verbose > 1)
         fprintf(stderr, "mpibzip2: %d ranks, %d threads per rank, MPI thread level %s, %s\n", size,
                 o.single ? 1 : o.threads, mpi ? level_name(provided) : "none (no MPI launcher: MPI not started)",
                 !remote_ok                            ? "threads of rank 0 only"
+                : o.mode != 'z'                       ? "one decoding thread per remote channel"
                 : o.single                            ? "single-threaded master (no threads)"
                 : provided == MPI_THREAD_MULTIPLE     ? "one proxy thread per worker rank"
                                                       : "the writing thread drives the remote compressors");
@@ -539,9 +549,26 @@ int main(int argc, char **argv)
         int oom = 0;
         for (int r = 1; r < size; r++)
             w.nremote += counts[r];
+        if (o.mode != 'z') { /* decompression: a thread per remote channel */
+            oom = !(w.dchan = calloc((size_t)w.nremote + 1, sizeof *w.dchan)) ||
+                  !(w.dchan_args = calloc((size_t)w.nremote + 1, sizeof *w.dchan_args));
+            for (int t = 0, most = 1; !oom && t < most; t++) /* channel t of every rank first */
+                for (int r = 1; r < size; r++) {
+                    most = counts[r] > most ? counts[r] : most;
+                    if (t < counts[r]) {
+                        w.dchan[w.ndchan] = (mpibz_dchan){w.comm, r, MPIBZ_TAG + t};
+                        w.dchan_args[w.ndchan] = &w.dchan[w.ndchan];
+                        w.ndchan++;
+                    }
+                }
+            free(counts);
+            counts = NULL;
+        }
         /* rank 0 compresses too, unless it is the single-threaded master */
         int compressors = w.nremote / 2 + (o.single ? 0 : o.threads);
-        if (o.single || provided != MPI_THREAD_MULTIPLE) {
+        if (!counts) {
+            /* decompression: set up above */
+        } else if (o.single || provided != MPI_THREAD_MULTIPLE) {
             oom = !(w.pump = mpibz_pump_new(w.comm, o.level, counts, 1, size - 1, compressors));
         } else {
             oom = !(w.proxies = calloc((size_t)size, sizeof *w.proxies));
@@ -576,11 +603,15 @@ quit:
     mpibz_pump_quit(w.pump);
     for (int k = 0; k < w.nproxy; k++)
         mpibz_pump_quit(w.proxies[k]);
+    for (int k = 0; k < w.ndchan; k++)
+        mpibz_dchan_quit(&w.dchan[k]);
 out:
     mpibz_pump_free(w.pump);
     for (int k = 0; k < w.nproxy; k++)
         mpibz_pump_free(w.proxies[k]);
     free(w.proxies);
+    free(w.dchan);
+    free(w.dchan_args);
     free(o.files);
     if (mpi) {
         MPI_Comm_free(&w.comm);

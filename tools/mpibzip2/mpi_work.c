@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { K_BLOCK = 1, K_RESULT = 2, K_QUIT = 3 };
+enum { K_BLOCK = 1, K_RESULT = 2, K_QUIT = 3, K_DECODE = 4 };
 
 #define BLOCK_CAP bz_cutter_cap(9) /* a block's bytes at any level */
 #define RES_HDR 24                 /* a result's header: kind, rc, crc, 0 (uint32), bits (uint64) */
@@ -275,18 +275,21 @@ int mpibz_pump_run(void *arg, bz_job *j, int may_block)
             did = 1;
         }
     for (;;) {
-        int k = MPI_UNDEFINED, flag = 0;
+        int k = MPI_UNDEFINED, flag = 0, got = 0;
+        MPI_Status st;
         if (p->out == 0)
             return did;
         if (may_block && !did) {
-            if (MPI_Waitany(p->n + p->nh, p->req, &k, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            if (MPI_Waitany(p->n + p->nh, p->req, &k, &st) != MPI_SUCCESS)
                 return -1;
-        } else if (MPI_Testany(p->n + p->nh, p->req, &k, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+        } else if (MPI_Testany(p->n + p->nh, p->req, &k, &flag, &st) != MPI_SUCCESS) {
             return -1;
         }
         if (k == MPI_UNDEFINED)
             return did;
-        if (arrived(p, j, k))
+        /* every message is as long as its receive: a header, or the bits the header announced */
+        long want = k < p->n ? RES_HDR : (long)((bz_out(j, k - p->n)->nbits + 7) / 8);
+        if (MPI_Get_count(&st, MPI_BYTE, &got) || got != want || arrived(p, j, k))
             return -1;
         did = 1;
     }
@@ -319,6 +322,63 @@ int mpibz_pump_quit(mpibz_pump *p)
     return rc;
 }
 
+/* ---- rank 0, decompression: a thread per remote channel ---- */
+
+/* Waits for n requests, polling with short sleeps (other threads of this
+ * rank make MPI calls meanwhile, and MPICH's blocking waits spin). With
+ * bytes >= 0 (n 1: a receive), the message must have been that long. */
+static int wait_poll(int n, MPI_Request *r, long bytes)
+{
+    long ns = 20000;
+    for (;;) {
+        int done = 0, got = 0;
+        MPI_Status st[2];
+        if (n > 2 || MPI_Testall(n, r, &done, st) != MPI_SUCCESS)
+            return -1;
+        if (done)
+            return bytes < 0 || (!MPI_Get_count(&st[0], MPI_BYTE, &got) && got == bytes) ? 0 : -1;
+        nap(&ns);
+    }
+}
+
+int mpibz_remote_decode(void *arg, const unsigned char *syn, size_t synlen, uint64_t nbits, int level, int want_out,
+                        bz_trial *t)
+{
+    mpibz_dchan *c = arg;
+    uint32_t h[4] = {K_DECODE, (uint32_t)level | (want_out ? 1u << 8 : 0), (uint32_t)synlen, (uint32_t)nbits}, w[4];
+    unsigned char res[RES_HDR];
+    uint64_t outlen;
+    MPI_Request r[2];
+    memset(t, 0, sizeof *t);
+    if (synlen > BZ_DECODE_MAX_STREAM(9) || nbits > UINT32_MAX || MPI_Isend(h, 16, MPI_BYTE, c->rank, c->tag, c->comm, &r[0]) ||
+        MPI_Isend(syn, (int)synlen, MPI_BYTE, c->rank, c->tag, c->comm, &r[1]) || wait_poll(2, r, -1) ||
+        MPI_Irecv(res, RES_HDR, MPI_BYTE, c->rank, c->tag, c->comm, &r[0]) || wait_poll(1, r, RES_HDR))
+        return -1;
+    memcpy(w, res, sizeof w);
+    memcpy(&outlen, res + 16, 8);
+    if (w[0] != K_RESULT || w[1] > BZ_TRIAL_MEM || outlen > (uint64_t)INT32_MAX)
+        return -1;
+    t->res = (int)w[1];
+    t->hopeless = (int)w[2];
+    t->outlen = (size_t)outlen;
+    if (t->res != BZ_TRIAL_OK || !want_out || outlen == 0)
+        return 0;
+    if (!(t->out = malloc((size_t)outlen)) ||
+        MPI_Irecv(t->out, (int)outlen, MPI_BYTE, c->rank, c->tag - MPIBZ_TAG + MPIBZ_BITS_TAG, c->comm, &r[0]) ||
+        wait_poll(1, r, (long)outlen)) {
+        free(t->out); /* (the output is still on its way if malloc failed: the channel is lost either way) */
+        t->out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int mpibz_dchan_quit(const mpibz_dchan *c)
+{
+    uint32_t h[4] = {K_QUIT, 0, 0, 0};
+    return MPI_Send(h, (int)sizeof h, MPI_BYTE, c->rank, c->tag, c->comm) != MPI_SUCCESS;
+}
+
 /* ---- worker ranks: the main thread makes every MPI call; compression threads only compress ---- */
 
 enum { W_WAIT = 0, W_READY, W_WORK, W_DONE, W_CLOSED };
@@ -333,14 +393,28 @@ typedef struct wchan {
     int level, raw, rc;
     int fd;              /* --shared-input: the block is the input bytes [at, at + n) of fd (else -1) */
     uint64_t at;
-    bz_block b;          /* the block being compressed */
+    int decode, want_out, hopeless; /* a DECODE job: c->data holds a one-block stream of n bytes */
+    uint64_t nbits;      /* DECODE: the block's bits */
+    size_t cap;          /* bytes of data */
+    bz_block b;          /* the block being compressed (DECODE: its output, nbits = 8 x its bytes) */
 } wchan;
 
-/* Compresses c's block with the coder. */
-static int compress_block(bz_coder *coder, wchan *c)
+/* Does c's job (compresses its block with the coder, or decodes it): c->rc. */
+static void do_job(bz_coder *coder, wchan *c)
 {
-    return c->fd >= 0 ? bz_block_compress_file(coder, c->fd, c->at, c->n, c->data, BLOCK_CAP, c->level, &c->b)
-                      : bz_block_compress(coder, c->data, c->n, c->raw, c->level, &c->b);
+    if (!c->decode) {
+        c->rc = c->fd >= 0 ? bz_block_compress_file(coder, c->fd, c->at, c->n, c->data, BLOCK_CAP, c->level, &c->b)
+                           : bz_block_compress(coder, c->data, c->n, c->raw, c->level, &c->b);
+        return;
+    }
+    bz_trial t;
+    bz_decode_block(c->data, c->n, c->nbits, c->level, &t);
+    free(c->b.bits);
+    c->b.bits = t.out;
+    c->b.cap = t.outlen;
+    c->b.nbits = (uint64_t)t.outlen * 8;
+    c->rc = t.res;
+    c->hopeless = t.hopeless;
 }
 
 /* A result on its way to rank 0: its header and bits, and their sends. */
@@ -388,9 +462,8 @@ static void *wthread_main(void *arg)
         }
         c->state = W_WORK;
         pthread_mutex_unlock(&sh->mu);
-        int rc = compress_block(&coder, c);
+        do_job(&coder, c);
         pthread_mutex_lock(&sh->mu);
-        c->rc = rc;
         c->state = W_DONE;
         pthread_cond_signal(&sh->done);
     }
@@ -426,6 +499,20 @@ static int take_block(wchan *c, winput *in)
 {
     if (c->hdr[0] == K_QUIT)
         return 1;
+    MPI_Status st;
+    int len = 0;
+    c->decode = c->hdr[0] == K_DECODE;
+    if (c->decode) {
+        c->level = (int)(c->hdr[1] & 0xff);
+        c->want_out = (int)(c->hdr[1] >> 8) & 1;
+        c->n = c->hdr[2];
+        c->nbits = c->hdr[3];
+        c->fd = -1;
+        if (c->level < 1 || c->level > 9 || c->n > c->cap || c->nbits > BZ_DECODE_MAX_BLOCK_BITS(c->level) ||
+            MPI_Wait(&c->dreq, &st) || MPI_Get_count(&st, MPI_BYTE, &len) || (size_t)len != c->n)
+            return -1;
+        return 0;
+    }
     if (c->hdr[0] != K_BLOCK || c->hdr[1] < 1 || c->hdr[1] > 9 || c->hdr[3] > 2 ||
         c->hdr[2] > (c->hdr[3] == 2 ? MAX_BLOCK_INPUT(c->hdr[1]) : bz_cutter_cap((int)c->hdr[1])))
         return -1;
@@ -433,8 +520,6 @@ static int take_block(wchan *c, winput *in)
     c->level = (int)c->hdr[1];
     c->raw = c->hdr[3] != 0;
     c->fd = -1;
-    MPI_Status st;
-    int len = 0;
     if (MPI_Wait(&c->dreq, &st) || MPI_Get_count(&st, MPI_BYTE, &len))
         return -1;
     if (c->hdr[3] != 2)
@@ -454,7 +539,7 @@ static int take_block(wchan *c, winput *in)
 static int expect_block(MPI_Comm comm, wchan *c, MPI_Request *hreq)
 {
     return MPI_Irecv(c->hdr, (int)sizeof c->hdr, MPI_BYTE, 0, c->tag, comm, hreq) ||
-                   MPI_Irecv(c->data, (int)BLOCK_CAP, MPI_BYTE, 0, c->tag, comm, &c->dreq)
+                   MPI_Irecv(c->data, (int)c->cap, MPI_BYTE, 0, c->tag, comm, &c->dreq)
                ? -1
                : 0;
 }
@@ -490,14 +575,16 @@ static int give_result(MPI_Comm comm, wchan *c, MPI_Request *hreq, woutbox *ob)
     bz_block t = e->b; /* its buffer takes the channel's next block */
     e->b = c->b;
     c->b = t;
-    uint32_t w[4] = {K_RESULT, (uint32_t)c->rc, c->rc ? 0 : e->b.crc, 0};
-    uint64_t nbits = c->rc ? 0 : e->b.nbits;
+    /* a compressed block: rc, CRC, its bits; a decoded one: result, hopeless, its output's bytes */
+    uint32_t w[4] = {K_RESULT, (uint32_t)c->rc, c->decode ? (uint32_t)c->hopeless : c->rc ? 0 : e->b.crc, 0};
+    uint64_t nbits = c->rc ? 0 : c->decode ? e->b.nbits / 8 : e->b.nbits;
     memcpy(e->res, w, sizeof w);
     memcpy(e->res + 16, &nbits, 8);
     if (MPI_Isend(e->res, RES_HDR, MPI_BYTE, 0, c->tag, comm, &e->r[0]))
         return -1;
-    if (c->rc == 0 && MPI_Isend(e->b.bits, (int)((nbits + 7) / 8), MPI_BYTE, 0, c->tag - MPIBZ_TAG + MPIBZ_BITS_TAG,
-                                comm, &e->r[1]))
+    if (c->rc == 0 && (!c->decode || c->want_out) && e->b.nbits > 0 &&
+        MPI_Isend(e->b.bits, (int)((e->b.nbits + 7) / 8), MPI_BYTE, 0, c->tag - MPIBZ_TAG + MPIBZ_BITS_TAG, comm,
+                  &e->r[1]))
         return -1;
     return expect_block(comm, c, hreq);
 }
@@ -508,7 +595,7 @@ int mpibz_thread_counts(MPI_Comm comm, int *counts)
     return MPI_Gather(&none, 1, MPI_INT, counts, 1, MPI_INT, 0, comm) == MPI_SUCCESS ? 0 : 1;
 }
 
-int mpibz_worker(MPI_Comm comm, int threads, int use_threads)
+int mpibz_worker(MPI_Comm comm, int threads, int use_threads, int decode)
 {
     int nth = use_threads ? threads : 0, nch = 2 * (nth ? nth : 1), started = 0, nthreads = 0, rc = 0, open;
     uint64_t arrivals = 0;
@@ -525,7 +612,8 @@ int mpibz_worker(MPI_Comm comm, int threads, int use_threads)
     for (; started < nch; started++) {
         c[started].tag = MPIBZ_TAG + started;
         c[started].dreq = hreq[started] = MPI_REQUEST_NULL;
-        if (!(c[started].data = malloc(BLOCK_CAP)))
+        c[started].cap = decode ? BZ_DECODE_MAX_STREAM(9) : BLOCK_CAP;
+        if (!(c[started].data = malloc(c[started].cap)))
             break;
     }
     started &= ~1; /* whole compressors only: two channels each */
@@ -576,7 +664,7 @@ int mpibz_worker(MPI_Comm comm, int threads, int use_threads)
         if (!nth) { /* compress the block that came first */
             wchan *w = oldest_ready(&sh);
             if (w) {
-                w->rc = compress_block(&coder, w);
+                do_job(&coder, w);
                 w->state = W_DONE;
             }
         }

@@ -41,6 +41,7 @@
 #include <stddef.h>
 
 #include "bzblock.h"
+#include "bzdecode.h"
 #include "bzpar.h"
 
 #define MPIBZ_TAG 700                     /* channel k: blocks, results' headers: tag MPIBZ_TAG + k */
@@ -64,12 +65,28 @@ void mpibz_pump_input(mpibz_pump *p, const char *path);
 int mpibz_pump_quit(mpibz_pump *p);
 void mpibz_pump_free(mpibz_pump *p);
 
-/* The loop of a worker rank: `threads` compression threads (use_threads)
- * or the calling thread compressing, two channels each, until QUIT on
- * every channel. Returns 0, or 1 if MPI or memory failed. Collective with
- * mpibz_thread_counts on rank 0, which gets each rank's number of channels
- * (counts[0] = 0). */
-int mpibz_worker(MPI_Comm comm, int threads, int use_threads);
+/* Decompression on other ranks (MPI_THREAD_MULTIPLE only): one thread of
+ * rank 0 per remote channel, each calling mpibz_remote_decode for the
+ * blocks it takes (bz_decode_opts.remote; arg: mpibz_dchan *). A DECODE
+ * message is a 16-byte header (kind, level | want_out << 8, the stream's
+ * bytes, the block's bits) and the one-block stream; the result, a 24-byte
+ * header (kind, trial result, hopeless, 0; uint64 output bytes), then, if
+ * wanted and decoded, the output on the bits tag. */
+typedef struct mpibz_dchan {
+    MPI_Comm comm;
+    int rank, tag;
+} mpibz_dchan;
+int mpibz_remote_decode(void *arg, const unsigned char *syn, size_t synlen, uint64_t nbits, int level, int want_out,
+                        bz_trial *t);
+/* QUIT to the channel. */
+int mpibz_dchan_quit(const mpibz_dchan *c);
+
+/* The loop of a worker rank: `threads` compression (or, with decode,
+ * decompression) threads (use_threads) or the calling thread working, two
+ * channels each, until QUIT on every channel. Returns 0, or 1 if MPI or
+ * memory failed. Collective with mpibz_thread_counts on rank 0, which gets
+ * each rank's number of channels (counts[0] = 0). */
+int mpibz_worker(MPI_Comm comm, int threads, int use_threads, int decode);
 int mpibz_thread_counts(MPI_Comm comm, int *counts);
 
 #endif
