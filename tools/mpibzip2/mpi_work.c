@@ -17,6 +17,7 @@ enum { K_BLOCK = 1, K_RESULT = 2, K_QUIT = 3, K_DECODE = 4 };
 #define RES_HDR 24                 /* a result's header: kind, rc, crc, 0 (uint32), bits (uint64) */
 #define NAP_MAX 2000000L           /* longest sleep of a polling wait, ns */
 #define BITS_AT_ONCE 2             /* results' bits a pump receives at the same time */
+#define SENDS_AT_ONCE 2            /* blocks' bytes a pump sends at the same time */
 
 /* Sleeps *ns and doubles it, up to NAP_MAX. */
 static void nap(long *ns)
@@ -54,7 +55,10 @@ typedef struct chan {
     int rank, tag, h;        /* h: the block out there, -1 when idle */
     uint32_t out[4];         /* the block's header */
     unsigned char res[RES_HDR];
-    MPI_Request send[2];
+    MPI_Request hsend;       /* the header's send */
+    const unsigned char *data; /* the block's bytes, to send */
+    size_t len;
+    int sending;             /* its bytes are on their way (counted in the pump's sending) */
     unsigned char *where;    /* the block's "where" message (--shared-input) */
     size_t wcap;
 } chan;
@@ -66,10 +70,17 @@ struct mpibz_pump {
     int out;          /* results awaited: headers and bits */
     int ended;        /* bz_take said no block will come */
     chan *c;
-    /* receives in progress: [0, n) result headers per channel, [n, n + nh)
-       a result's bits per block handle (MPI_REQUEST_NULL when none) */
+    /* requests in progress (MPI_REQUEST_NULL when none): [0, n) receives of
+       result headers per channel; [n, 2n) sends of the blocks' bytes (or
+       "where" messages) per channel; [2n, 2n + nh) receives of results'
+       bits per block handle */
     MPI_Request *req;
     int nh;
+    /* blocks' bytes go out at most SENDS_AT_ONCE at a time, the others wait
+       in order (fifo of channels): over a shared link each then arrives at
+       full speed, to the worker that asked first, instead of all of them
+       late together */
+    int *fifo, fhead, fcount, sending;
     /* results whose header came and whose bits are to be received (at
        most BITS_AT_ONCE at a time, the oldest blocks first, so that they
        arrive in the order they are written rather than all late together
@@ -92,7 +103,8 @@ mpibz_pump *mpibz_pump_new(MPI_Comm comm, int level, const int *counts, int firs
         n += counts[r];
         most = counts[r] > most ? counts[r] : most;
     }
-    if (!p || !(p->c = calloc((size_t)n + 1, sizeof *p->c)) || !(p->req = calloc((size_t)n + 1, sizeof *p->req)) ||
+    if (!p || !(p->c = calloc((size_t)n + 1, sizeof *p->c)) ||
+        !(p->req = calloc(2 * (size_t)n + 1, sizeof *p->req)) || !(p->fifo = calloc((size_t)n + 1, sizeof *p->fifo)) ||
         !(p->load = calloc((size_t)nr, sizeof *p->load)) || !(p->cores = calloc((size_t)nr, sizeof *p->cores))) {
         mpibz_pump_free(p);
         return NULL;
@@ -105,10 +117,10 @@ mpibz_pump *mpibz_pump_new(MPI_Comm comm, int level, const int *counts, int firs
        one to each rank, not all to the first rank's channels. */
     for (int t = 0; t < most; t++)
         for (int r = first; r <= last; r++)
-            if (t < counts[r]) {
-                p->c[p->n] = (chan){r, MPIBZ_TAG + t, -1, {0}, {0}, {MPI_REQUEST_NULL, MPI_REQUEST_NULL}, NULL, 0};
-                p->req[p->n++] = MPI_REQUEST_NULL;
-            }
+            if (t < counts[r])
+                p->c[p->n++] = (chan){r, MPIBZ_TAG + t, -1, {0}, {0}, MPI_REQUEST_NULL, NULL, 0, 0, NULL, 0};
+    for (int i = 0; i < 2 * p->n; i++)
+        p->req[i] = MPI_REQUEST_NULL;
     for (int r = first; r <= last; r++)
         p->cores[r - first] = counts[r] > 1 ? counts[r] / 2 : 1;
     return p;
@@ -122,6 +134,7 @@ void mpibz_pump_free(mpibz_pump *p)
         free(p->c[k].where);
     free(p->c);
     free(p->req);
+    free(p->fifo);
     free(p->pend);
     free(p->load);
     free(p->cores);
@@ -149,7 +162,34 @@ static size_t where_msg(chan *c, uint64_t start, const char *path)
     return n;
 }
 
-/* Sends block h to channel k and posts the receive of its result's header. */
+/* Starts sending the bytes of channel k's block. */
+static int send_data(mpibz_pump *p, int k)
+{
+    chan *c = &p->c[k];
+    c->sending = 1;
+    p->sending++;
+    return MPI_Isend(c->data, (int)c->len, MPI_BYTE, c->rank, c->tag, p->comm, &p->req[p->n + k]) ? -1 : 0;
+}
+
+/* Channel k's bytes are out (the send completed): the next waiting block's go. */
+static int sent(mpibz_pump *p, int k)
+{
+    if (p->c[k].sending) {
+        p->c[k].sending = 0;
+        p->sending--;
+    }
+    while (p->fcount > 0 && p->sending < SENDS_AT_ONCE) {
+        int next = p->fifo[p->fhead];
+        p->fhead = (p->fhead + 1) % p->n;
+        p->fcount--;
+        if (send_data(p, next))
+            return -1;
+    }
+    return 0;
+}
+
+/* Sends block h to channel k (its bytes now or, behind SENDS_AT_ONCE
+ * others, later) and posts the receive of its result's header. */
 static int dispatch(mpibz_pump *p, bz_job *j, int k, int h, const bz_piece *b)
 {
     chan *c = &p->c[k];
@@ -160,13 +200,18 @@ static int dispatch(mpibz_pump *p, bz_job *j, int k, int h, const bz_piece *b)
     block_header(c->out, b, p->level, p->path);
     size_t wn = c->out[3] == 2 ? where_msg(c, b->start, p->path) : 0;
     if ((c->out[3] == 2 && !wn) ||
-        MPI_Isend(c->out, (int)sizeof c->out, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[0]) ||
-        (wn ? MPI_Isend(c->where, (int)wn, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[1])
-            : MPI_Isend(b->data, (int)b->n, MPI_BYTE, c->rank, c->tag, p->comm, &c->send[1])) ||
+        MPI_Isend(c->out, (int)sizeof c->out, MPI_BYTE, c->rank, c->tag, p->comm, &c->hsend) ||
         MPI_Irecv(c->res, RES_HDR, MPI_BYTE, c->rank, c->tag, p->comm, &p->req[k]))
         return -1;
-    if (wn)
-        bz_release(j, h); /* the worker reads the bytes itself */
+    if (wn) { /* the worker reads the bytes itself: a few bytes travel, at once */
+        bz_release(j, h);
+        return MPI_Isend(c->where, (int)wn, MPI_BYTE, c->rank, c->tag, p->comm, &p->req[p->n + k]) ? -1 : 0;
+    }
+    c->data = b->data;
+    c->len = b->n;
+    if (p->sending < SENDS_AT_ONCE)
+        return send_data(p, k);
+    p->fifo[(p->fhead + p->fcount++) % p->n] = k;
     return 0;
 }
 
@@ -181,7 +226,7 @@ static int post_bits(mpibz_pump *p, bz_job *j)
         chan *c = &p->c[p->pend[h].chan];
         bz_block *b = bz_out(j, h);
         if (MPI_Irecv(b->bits, (int)((b->nbits + 7) / 8), MPI_BYTE, c->rank, c->tag - MPIBZ_TAG + MPIBZ_BITS_TAG,
-                      p->comm, &p->req[p->n + h]))
+                      p->comm, &p->req[2 * p->n + h]))
             return -1;
         p->pend[h].chan = -1;
         p->npend--;
@@ -190,17 +235,20 @@ static int post_bits(mpibz_pump *p, bz_job *j)
     return 0;
 }
 
-/* Receive k completed: a result's header (channel k: the channel is free
- * again, and the result's bits wait for their receive) or a result's bits
- * (handle k - n: the block is back). */
+/* Request k completed: a result's header (channel k: the channel is free
+ * again, and the result's bits wait for their receive), a block's bytes
+ * sent (channel k - n), or a result's bits (handle k - 2n: the block is
+ * back). */
 static int arrived(mpibz_pump *p, bz_job *j, int k)
 {
-    if (k >= p->n) {
-        bz_put(j, k - p->n, 0);
+    if (k >= 2 * p->n) {
+        bz_put(j, k - 2 * p->n, 0);
         p->out--;
         p->bits_out--;
         return post_bits(p, j);
     }
+    if (k >= p->n)
+        return sent(p, k - p->n);
     chan *c = &p->c[k];
     int h = c->h;
     uint32_t w[4];
@@ -208,7 +256,8 @@ static int arrived(mpibz_pump *p, bz_job *j, int k)
     memcpy(w, c->res, sizeof w);
     memcpy(&nbits, c->res + 16, 8);
     /* the worker has the block's bytes: their buffer goes back to the reader */
-    if (w[0] != K_RESULT || wait_all(2, c->send))
+    MPI_Status st;
+    if (w[0] != K_RESULT || MPI_Wait(&c->hsend, &st) || MPI_Wait(&p->req[p->n + k], &st) || sent(p, k))
         return -1;
     bz_release(j, h);
     c->h = -1;
@@ -236,7 +285,7 @@ int mpibz_pump_run(void *arg, bz_job *j, int may_block)
     p->ended = 0;
     if (p->nh < bz_handles(j)) { /* a new job with a longer queue (nothing is out) */
         int nh = bz_handles(j);
-        MPI_Request *r = realloc(p->req, (size_t)(p->n + nh) * sizeof *r);
+        MPI_Request *r = realloc(p->req, (size_t)(2 * p->n + nh) * sizeof *r);
         if (r)
             p->req = r;
         struct pend *q = realloc(p->pend, (size_t)nh * sizeof *q);
@@ -244,7 +293,7 @@ int mpibz_pump_run(void *arg, bz_job *j, int may_block)
             return -1;
         p->pend = q;
         for (int i = p->nh; i < nh; i++) {
-            r[p->n + i] = MPI_REQUEST_NULL;
+            r[2 * p->n + i] = MPI_REQUEST_NULL;
             q[i].chan = -1;
         }
         p->nh = nh;
@@ -280,16 +329,16 @@ int mpibz_pump_run(void *arg, bz_job *j, int may_block)
         if (p->out == 0)
             return did;
         if (may_block && !did) {
-            if (MPI_Waitany(p->n + p->nh, p->req, &k, &st) != MPI_SUCCESS)
+            if (MPI_Waitany(2 * p->n + p->nh, p->req, &k, &st) != MPI_SUCCESS)
                 return -1;
-        } else if (MPI_Testany(p->n + p->nh, p->req, &k, &flag, &st) != MPI_SUCCESS) {
+        } else if (MPI_Testany(2 * p->n + p->nh, p->req, &k, &flag, &st) != MPI_SUCCESS) {
             return -1;
         }
         if (k == MPI_UNDEFINED)
             return did;
         /* every message is as long as its receive: a header, or the bits the header announced */
-        long want = k < p->n ? RES_HDR : (long)((bz_out(j, k - p->n)->nbits + 7) / 8);
-        if (MPI_Get_count(&st, MPI_BYTE, &got) || got != want || arrived(p, j, k))
+        long want = k < p->n ? RES_HDR : k >= 2 * p->n ? (long)((bz_out(j, k - 2 * p->n)->nbits + 7) / 8) : -1;
+        if ((want >= 0 && (MPI_Get_count(&st, MPI_BYTE, &got) || got != want)) || arrived(p, j, k))
             return -1;
         did = 1;
     }
@@ -381,7 +430,10 @@ int mpibz_dchan_quit(const mpibz_dchan *c)
 
 /* ---- worker ranks: the main thread makes every MPI call; compression threads only compress ---- */
 
-enum { W_WAIT = 0, W_READY, W_WORK, W_DONE, W_CLOSED };
+/* A channel: W_WAIT for a header, W_DATA for the block's bytes (its
+ * request is then in the arrivals array), W_READY for a compressor,
+ * W_WORK, W_DONE (result to send), W_CLOSED. */
+enum { W_WAIT = 0, W_DATA, W_READY, W_WORK, W_DONE, W_CLOSED };
 
 typedef struct wchan {
     int tag, state;
@@ -491,38 +543,45 @@ static int input_fd(winput *in, const char *path)
     return in->fd;
 }
 
-/* A header arrived on c: BLOCK has its bytes in c->data, or with
- * --shared-input where they are in the input file (returns 0, or 2 if that
- * file cannot be opened); QUIT closes the channel (1); -1 on failure. The
- * caller sets c->state. */
-static int take_block(wchan *c, winput *in)
+/* c's header arrived (its request was *req): QUIT closes the channel (1);
+ * BLOCK or DECODE (0): the receive of its bytes takes the header's place
+ * in the arrivals array, so that a single-threaded worker compresses what
+ * it has while the bytes travel; -1 on a bad header. */
+static int take_header(wchan *c, MPI_Request *req)
 {
     if (c->hdr[0] == K_QUIT)
         return 1;
-    MPI_Status st;
-    int len = 0;
     c->decode = c->hdr[0] == K_DECODE;
+    c->fd = -1;
     if (c->decode) {
         c->level = (int)(c->hdr[1] & 0xff);
         c->want_out = (int)(c->hdr[1] >> 8) & 1;
         c->n = c->hdr[2];
         c->nbits = c->hdr[3];
-        c->fd = -1;
-        if (c->level < 1 || c->level > 9 || c->n > c->cap || c->nbits > BZ_DECODE_MAX_BLOCK_BITS(c->level) ||
-            MPI_Wait(&c->dreq, &st) || MPI_Get_count(&st, MPI_BYTE, &len) || (size_t)len != c->n)
+        if (c->level < 1 || c->level > 9 || c->n > c->cap || c->nbits > BZ_DECODE_MAX_BLOCK_BITS(c->level))
             return -1;
-        return 0;
+    } else {
+        if (c->hdr[0] != K_BLOCK || c->hdr[1] < 1 || c->hdr[1] > 9 || c->hdr[3] > 2 ||
+            c->hdr[2] > (c->hdr[3] == 2 ? MAX_BLOCK_INPUT(c->hdr[1]) : bz_cutter_cap((int)c->hdr[1])))
+            return -1;
+        c->n = c->hdr[2];
+        c->level = (int)c->hdr[1];
+        c->raw = c->hdr[3] != 0;
     }
-    if (c->hdr[0] != K_BLOCK || c->hdr[1] < 1 || c->hdr[1] > 9 || c->hdr[3] > 2 ||
-        c->hdr[2] > (c->hdr[3] == 2 ? MAX_BLOCK_INPUT(c->hdr[1]) : bz_cutter_cap((int)c->hdr[1])))
+    *req = c->dreq;
+    c->dreq = MPI_REQUEST_NULL;
+    return 0;
+}
+
+/* c's bytes arrived (st): the block (or one-block stream) is in c->data,
+ * or with --shared-input where it is in the input file (0, or 2 if that
+ * file cannot be opened); -1 if the message is not what the header said. */
+static int take_data(wchan *c, const MPI_Status *st, winput *in)
+{
+    int len = 0;
+    if (MPI_Get_count(st, MPI_BYTE, &len))
         return -1;
-    c->n = c->hdr[2];
-    c->level = (int)c->hdr[1];
-    c->raw = c->hdr[3] != 0;
-    c->fd = -1;
-    if (MPI_Wait(&c->dreq, &st) || MPI_Get_count(&st, MPI_BYTE, &len))
-        return -1;
-    if (c->hdr[3] != 2)
+    if (c->decode || c->hdr[3] != 2)
         return (size_t)len == c->n ? 0 : -1;
     /* --shared-input: the block's offset and the file's path; the
        compressor reads the bytes (c->data is the buffer it reads through) */
@@ -639,17 +698,28 @@ int mpibz_worker(MPI_Comm comm, int threads, int use_threads, int decode)
         int did = 0, k = MPI_UNDEFINED, flag = 0;
         /* arrivals; without threads, wait for one when no block is ready */
         for (;;) {
+            MPI_Status st;
             if (!nth && !oldest_ready(&sh)) {
-                if (MPI_Waitany(started, hreq, &k, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+                if (MPI_Waitany(started, hreq, &k, &st) != MPI_SUCCESS)
                     goto fail;
-            } else if (MPI_Testany(started, hreq, &k, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            } else if (MPI_Testany(started, hreq, &k, &flag, &st) != MPI_SUCCESS) {
                 goto fail;
             }
             if (k == MPI_UNDEFINED)
                 break;
-            int t = take_block(&c[k], &in);
-            if (t < 0)
+            int t;
+            if (c[k].state == W_WAIT) { /* a header: then its bytes, or the channel closes */
+                if ((t = take_header(&c[k], &hreq[k])) < 0)
+                    goto fail;
+                if (t == 0) {
+                    pthread_mutex_lock(&sh.mu);
+                    c[k].state = W_DATA;
+                    pthread_mutex_unlock(&sh.mu);
+                    continue;
+                }
+            } else if ((t = take_data(&c[k], &st, &in)) < 0) {
                 goto fail;
+            }
             pthread_mutex_lock(&sh.mu);
             c[k].state = t == 1 ? W_CLOSED : t == 2 ? W_DONE : W_READY;
             c[k].rc = t == 2 ? -300 : 0; /* unreadable: answered without compressing */
