@@ -245,6 +245,15 @@ if [ -w /dev/full ]; then
     run 0 -c "$d/text" > /dev/full 2>/dev/null; rc=$?
     [ "$rc" = 1 ] && ok || bad "full disk (stdout /dev/full): exit $rc, want 1"
 fi
+# progress bar: on standard error when it is a terminal (here a pseudo-terminal from script(1)), silent otherwise
+for i in 1 2 3 4 5 6 7 8; do cat "$d/text"; done > "$d/big"
+run 0 -k -f "$d/big" 2> "$d/err" && [ ! -s "$d/err" ] && ok || bad "no terminal: something on standard error"
+if command -v script >/dev/null; then
+    script -qec "'$bin' -k -f -n 1 '$d/big'" /dev/null > "$d/tty.out" 2>&1
+    grep -q "MB/s" "$d/tty.out" && grep -q "ETA" "$d/tty.out" && ok || bad "no progress bar on a terminal"
+    cmp -s "$d/big.bz2" <(bzip2 -9 -c "$d/big") && ok || bad "output with a progress bar differs from bzip2"
+fi
+
 # a full disk while writing a file: 200 kB of random data (incompressible) on a 320 KiB tmpfs
 # in a private mount namespace (root only)
 if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
