@@ -541,9 +541,12 @@ int main(int argc, char **argv)
     if (remote_ok) {
         int *counts = calloc((size_t)size, sizeof *counts);
         if (!counts || mpibz_thread_counts(w.comm, counts)) {
-            fprintf(stderr, "mpibzip2: MPI failed while starting the workers\n");
-            rc = 1;
+            /* the workers wait for rank 0 (in the gather, or for blocks) and
+               cannot be told to stop: the job ends here rather than hang */
+            fprintf(stderr, "mpibzip2: %s while starting the workers\n", counts ? "MPI failed" : "out of memory");
             free(counts);
+            MPI_Abort(w.comm, 1);
+            rc = 1;
             goto out;
         }
         int oom = 0;
@@ -561,12 +564,10 @@ int main(int argc, char **argv)
                         w.ndchan++;
                     }
                 }
-            free(counts);
-            counts = NULL;
         }
         /* rank 0 compresses too, unless it is the single-threaded master */
         int compressors = w.nremote / 2 + (o.single ? 0 : o.threads);
-        if (!counts) {
+        if (o.mode != 'z') {
             /* decompression: set up above */
         } else if (o.single || provided != MPI_THREAD_MULTIPLE) {
             oom = !(w.pump = mpibz_pump_new(w.comm, o.level, counts, 1, size - 1, compressors));
@@ -576,12 +577,16 @@ int main(int argc, char **argv)
                 if (counts[r] > 0)
                     oom = !(w.proxies[w.nproxy++] = mpibz_pump_new(w.comm, o.level, counts, r, r, compressors));
         }
-        free(counts);
-        if (oom) {
+        if (oom) { /* every channel of every worker still gets its QUIT */
             fprintf(stderr, "mpibzip2: out of memory\n");
+            for (int r = 1; r < size; r++)
+                for (int t = 0; t < counts[r]; t++)
+                    mpibz_dchan_quit(&(mpibz_dchan){w.comm, r, MPIBZ_TAG + t});
+            free(counts);
             rc = 1;
-            goto quit;
+            goto out;
         }
+        free(counts);
     }
     if (o.nfiles == 0) {
         if (o.mode == 'z' && isatty(1)) {
@@ -599,7 +604,7 @@ int main(int argc, char **argv)
             rc = r > rc ? r : rc;
         }
     }
-quit:
+    /* the workers' channels end */
     mpibz_pump_quit(w.pump);
     for (int k = 0; k < w.nproxy; k++)
         mpibz_pump_quit(w.proxies[k]);
