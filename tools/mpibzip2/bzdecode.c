@@ -404,20 +404,6 @@ static uint32_t syn_crc(const unsigned char *syn)
     return (uint32_t)get_bits(syn, 32 + 48, 32);
 }
 
-/* Decodes the candidates first..last (consecutive) as one block (see make_syn). */
-static void trial_nodes(cand *first, cand *last, int level, int to_eof, trial *t)
-{
-    unsigned char *syn;
-    size_t synlen;
-    uint64_t nbits;
-    memset(t, 0, sizeof *t);
-    t->res = make_syn(first, last, level, to_eof, &syn, &synlen, &nbits);
-    if (t->res != 0)
-        return;
-    bz_decode_block(syn, synlen, nbits, level, t);
-    t->crc = syn_crc(syn);
-    free(syn);
-}
 
 /* ------------------------------------------------------------ shared state */
 
@@ -654,27 +640,20 @@ static void *reader_main(void *arg)
 
 /* ----------------------------------------------------------------- workers */
 
-typedef struct dworker {
-    dec *d;
-    int remote; /* -1: decode here, else the index of the remote decoder */
-} dworker;
-
-/* Decodes candidate c as one block at the level: here, or through a
- * remote decoder. */
-static void decode_one(dec *d, int remote, cand *c, int level, trial *t)
+/* Decodes the candidates first..last (consecutive) as one block (see
+ * make_syn): here (remote < 0), or through remote decoder `remote`. */
+static void trial_nodes(dec *d, int remote, cand *first, cand *last, int level, int to_eof, trial *t)
 {
     unsigned char *syn;
     size_t synlen;
     uint64_t nbits;
-    if (remote < 0) {
-        trial_nodes(c, c, level, 0, t);
-        return;
-    }
     memset(t, 0, sizeof *t);
-    if ((t->res = make_syn(c, c, level, 0, &syn, &synlen, &nbits)) != 0)
+    t->res = make_syn(first, last, level, to_eof, &syn, &synlen, &nbits);
+    if (t->res != 0)
         return;
-    const bz_decode_opts *o = d->opts;
-    if (o->remote(o->remote_arg[remote], syn, synlen, nbits, level, !d->test_only, t)) {
+    if (remote < 0) {
+        bz_decode_block(syn, synlen, nbits, level, t);
+    } else if (d->opts->remote(d->opts->remote_arg[remote], syn, synlen, nbits, level, !d->test_only, t)) {
         memset(t, 0, sizeof *t);
         t->res = T_MEM; /* the run fails; seq_block says why (d->lost) */
         pthread_mutex_lock(&d->mu);
@@ -684,6 +663,12 @@ static void decode_one(dec *d, int remote, cand *c, int level, trial *t)
     t->crc = syn_crc(syn);
     free(syn);
 }
+
+typedef struct dworker {
+    dec *d;
+    int remote; /* -1: decode here, else the index of the remote decoder */
+} dworker;
+
 
 static void *worker_main(void *arg)
 {
@@ -707,7 +692,7 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&d->mu);
 
         trial t;
-        decode_one(d, wk->remote, c, level, &t);
+        trial_nodes(d, wk->remote, c, c, level, 0, &t);
 
         pthread_mutex_lock(&d->mu);
         c->t = t;
@@ -850,7 +835,7 @@ static int seq_block(dec *d, cand *n0, int level, trial *t, uint64_t *end)
     pthread_mutex_unlock(&d->mu);
     if (!have) { /* decoded at another level: the reader guessed wrong */
         d->redecodes++;
-        trial_nodes(n0, n0, level, 0, t);
+        trial_nodes(d, -1, n0, n0, level, 0, t);
     }
     while (t->res == T_FAIL && !t->hopeless) {
         /* merge with the following candidates up to the next magic */
@@ -863,7 +848,7 @@ static int seq_block(dec *d, cand *n0, int level, trial *t, uint64_t *end)
                     return 2;
                 /* Like libbz2: a data error is one found within the input's
                  * bytes; running out of them is a truncation. */
-                trial_nodes(n0, last, level, 1, t);
+                trial_nodes(d, -1, n0, last, level, 1, t);
                 int rc = t->res == T_MEM ? 1 : t->res == T_FAIL && t->hopeless ? 2 : 3;
                 free(t->out);
                 memset(t, 0, sizeof *t);
@@ -877,7 +862,7 @@ static int seq_block(dec *d, cand *n0, int level, trial *t, uint64_t *end)
                 return 2; /* no block is that long */
         } while (last->ekind != BZ_MARK_BLOCK && last->ekind != BZ_MARK_EOS);
         d->merges++;
-        trial_nodes(n0, last, level, 0, t);
+        trial_nodes(d, -1, n0, last, level, 0, t);
     }
     if (t->res == T_MEM)
         return 1;

@@ -276,7 +276,7 @@ typedef struct world {
     mpibz_pump **proxies;
     mpibz_pump *pump;      /* below MULTIPLE, or --single-threaded: one pump, run by the writing thread */
     int ndchan;            /* decompression (MPI_THREAD_MULTIPLE): the remote channels, a thread each */
-    mpibz_dchan *dchan;
+    mpibz_chan *dchan;
     void **dchan_args;
 } world;
 
@@ -553,17 +553,10 @@ int main(int argc, char **argv)
         for (int r = 1; r < size; r++)
             w.nremote += counts[r];
         if (o.mode != 'z') { /* decompression: a thread per remote channel */
-            oom = !(w.dchan = calloc((size_t)w.nremote + 1, sizeof *w.dchan)) ||
-                  !(w.dchan_args = calloc((size_t)w.nremote + 1, sizeof *w.dchan_args));
-            for (int t = 0, most = 1; !oom && t < most; t++) /* channel t of every rank first */
-                for (int r = 1; r < size; r++) {
-                    most = counts[r] > most ? counts[r] : most;
-                    if (t < counts[r]) {
-                        w.dchan[w.ndchan] = (mpibz_dchan){w.comm, r, MPIBZ_TAG + t};
-                        w.dchan_args[w.ndchan] = &w.dchan[w.ndchan];
-                        w.ndchan++;
-                    }
-                }
+            oom = !(w.dchan = mpibz_channels(w.comm, counts, 1, size - 1, &w.ndchan)) ||
+                  !(w.dchan_args = calloc((size_t)w.ndchan + 1, sizeof *w.dchan_args));
+            for (int k = 0; !oom && k < w.ndchan; k++)
+                w.dchan_args[k] = &w.dchan[k];
         }
         /* rank 0 compresses too, unless it is the single-threaded master */
         int compressors = w.nremote / 2 + (o.single ? 0 : o.threads);
@@ -581,7 +574,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "mpibzip2: out of memory\n");
             for (int r = 1; r < size; r++)
                 for (int t = 0; t < counts[r]; t++)
-                    mpibz_dchan_quit(&(mpibz_dchan){w.comm, r, MPIBZ_TAG + t});
+                    mpibz_chan_quit(&(mpibz_chan){w.comm, r, MPIBZ_TAG + t});
             free(counts);
             rc = 1;
             goto out;
@@ -609,7 +602,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < w.nproxy; k++)
         mpibz_pump_quit(w.proxies[k]);
     for (int k = 0; k < w.ndchan; k++)
-        mpibz_dchan_quit(&w.dchan[k]);
+        mpibz_chan_quit(&w.dchan[k]);
 out:
     mpibz_pump_free(w.pump);
     for (int k = 0; k < w.nproxy; k++)

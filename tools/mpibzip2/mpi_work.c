@@ -95,17 +95,33 @@ struct mpibz_pump {
     int compressors;  /* of the whole job, on every rank */
 };
 
+mpibz_chan *mpibz_channels(MPI_Comm comm, const int *counts, int first, int last, int *n)
+{
+    int most = 0, k = 0;
+    *n = 0;
+    for (int r = first; r <= last; r++) {
+        *n += counts[r];
+        most = counts[r] > most ? counts[r] : most;
+    }
+    mpibz_chan *c = calloc((size_t)*n + 1, sizeof *c);
+    if (!c)
+        *n = 0;
+    for (int t = 0; c && t < most; t++)
+        for (int r = first; r <= last; r++)
+            if (t < counts[r])
+                c[k++] = (mpibz_chan){comm, r, MPIBZ_TAG + t};
+    return c;
+}
+
 mpibz_pump *mpibz_pump_new(MPI_Comm comm, int level, const int *counts, int first, int last, int compressors)
 {
     mpibz_pump *p = calloc(1, sizeof *p);
-    int n = 0, most = 0, nr = last - first + 1;
-    for (int r = first; r <= last; r++) {
-        n += counts[r];
-        most = counts[r] > most ? counts[r] : most;
-    }
-    if (!p || !(p->c = calloc((size_t)n + 1, sizeof *p->c)) ||
+    int n = 0, nr = last - first + 1;
+    mpibz_chan *order = mpibz_channels(comm, counts, first, last, &n);
+    if (!p || !order || !(p->c = calloc((size_t)n + 1, sizeof *p->c)) ||
         !(p->req = calloc(2 * (size_t)n + 1, sizeof *p->req)) || !(p->fifo = calloc((size_t)n + 1, sizeof *p->fifo)) ||
         !(p->load = calloc((size_t)nr, sizeof *p->load)) || !(p->cores = calloc((size_t)nr, sizeof *p->cores))) {
+        free(order);
         mpibz_pump_free(p);
         return NULL;
     }
@@ -113,12 +129,9 @@ mpibz_pump *mpibz_pump_new(MPI_Comm comm, int level, const int *counts, int firs
     p->level = level;
     p->first = first;
     p->compressors = compressors;
-    /* Channel t of every rank before channel t+1 of any: the first blocks go
-       one to each rank, not all to the first rank's channels. */
-    for (int t = 0; t < most; t++)
-        for (int r = first; r <= last; r++)
-            if (t < counts[r])
-                p->c[p->n++] = (chan){r, MPIBZ_TAG + t, -1, {0}, {0}, MPI_REQUEST_NULL, NULL, 0, 0, NULL, 0};
+    for (p->n = 0; p->n < n; p->n++)
+        p->c[p->n] = (chan){order[p->n].rank, order[p->n].tag, -1, {0}, {0}, MPI_REQUEST_NULL, NULL, 0, 0, NULL, 0};
+    free(order);
     for (int i = 0; i < 2 * p->n; i++)
         p->req[i] = MPI_REQUEST_NULL;
     for (int r = first; r <= last; r++)
@@ -393,7 +406,7 @@ static int wait_poll(int n, MPI_Request *r, long bytes)
 int mpibz_remote_decode(void *arg, const unsigned char *syn, size_t synlen, uint64_t nbits, int level, int want_out,
                         bz_trial *t)
 {
-    mpibz_dchan *c = arg;
+    mpibz_chan *c = arg;
     uint32_t h[4] = {K_DECODE, (uint32_t)level | (want_out ? 1u << 8 : 0), (uint32_t)synlen, (uint32_t)nbits}, w[4];
     unsigned char res[RES_HDR];
     uint64_t outlen;
@@ -422,7 +435,7 @@ int mpibz_remote_decode(void *arg, const unsigned char *syn, size_t synlen, uint
     return 0;
 }
 
-int mpibz_dchan_quit(const mpibz_dchan *c)
+int mpibz_chan_quit(const mpibz_chan *c)
 {
     uint32_t h[4] = {K_QUIT, 0, 0, 0};
     return MPI_Send(h, (int)sizeof h, MPI_BYTE, c->rank, c->tag, c->comm) != MPI_SUCCESS;

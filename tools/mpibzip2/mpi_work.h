@@ -65,21 +65,28 @@ void mpibz_pump_input(mpibz_pump *p, const char *path);
 int mpibz_pump_quit(mpibz_pump *p);
 void mpibz_pump_free(mpibz_pump *p);
 
+/* A channel: a rank and its tag. */
+typedef struct mpibz_chan {
+    MPI_Comm comm;
+    int rank, tag;
+} mpibz_chan;
+/* The channels of ranks first..last (counts[r] on rank r) in the order
+ * they are served: channel t of every rank before channel t+1 of any, so
+ * the first blocks go one to each rank. malloc'd, *n of them; NULL if
+ * memory is short. */
+mpibz_chan *mpibz_channels(MPI_Comm comm, const int *counts, int first, int last, int *n);
+/* QUIT to the channel. */
+int mpibz_chan_quit(const mpibz_chan *c);
+
 /* Decompression on other ranks (MPI_THREAD_MULTIPLE only): one thread of
  * rank 0 per remote channel, each calling mpibz_remote_decode for the
- * blocks it takes (bz_decode_opts.remote; arg: mpibz_dchan *). A DECODE
+ * blocks it takes (bz_decode_opts.remote; arg: mpibz_chan *). A DECODE
  * message is a 16-byte header (kind, level | want_out << 8, the stream's
  * bytes, the block's bits) and the one-block stream; the result, a 24-byte
  * header (kind, trial result, hopeless, 0; uint64 output bytes), then, if
  * wanted and decoded, the output on the bits tag. */
-typedef struct mpibz_dchan {
-    MPI_Comm comm;
-    int rank, tag;
-} mpibz_dchan;
 int mpibz_remote_decode(void *arg, const unsigned char *syn, size_t synlen, uint64_t nbits, int level, int want_out,
                         bz_trial *t);
-/* QUIT to the channel. */
-int mpibz_dchan_quit(const mpibz_dchan *c);
 
 /* The loop of a worker rank: `threads` compression (or, with decode,
  * decompression) threads (use_threads) or the calling thread working, two
