@@ -95,6 +95,11 @@ typedef struct ZMPI_Stats {
     unsigned long long bytes_raw;       /* uncompressed bytes of compressed messages sent */
     unsigned long long bytes_sent;      /* compressed bytes sent for them */
     unsigned long long scratch_bytes;   /* working buffers kept now (at most ZMPI_SCRATCH) */
+    /* Per collective: the algorithm that ran its last call on this
+     * communicator, as reported by the algorithm's own code (an id of
+     * ZMPI_Coll_algorithms); ZMPI_ALGO_MPI if the last call ran as plain MPI;
+     * ZMPI_ALGO_DEFAULT (0) if it was never called. */
+    int last_algorithm[ZMPI_COLL_COUNT];
 } ZMPI_Stats;
 
 /* Fills *cfg with the defaults from the environment. Returns MPI_SUCCESS, or

@@ -205,6 +205,7 @@ static int fill(zmpi_call *c, zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype t
     c->mode = st->cfg.eb_mode;
     c->eb = st->cfg.eb;
     c->min_bytes = min_bytes;
+    c->coll = ZMPI_COLL_COUNT;
     PMPI_Comm_rank(comm, &c->rank);
     PMPI_Comm_size(comm, &c->size);
     c->ctx = zmpi_ctx_create();
@@ -309,6 +310,7 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
     if (!st)
         return 0; /* no state: plain MPI is always correct */
     atomic_fetch_add(&st->calls, 1);
+    atomic_store(&st->last_algo[coll], ZMPI_ALGO_MPI); /* until an algorithm reports that it ran */
     zmpi_dtype dt;
     int why = why_not(st, type, op, &dt);
     int size = st->size;
@@ -340,6 +342,7 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
         count_why(st, ZMPI_WHY_CONFIG); /* out of memory: plain MPI is always correct */
         return 0;
     }
+    c->coll = coll;
     c->algo = zmpi_coll_algo_pick(coll, &st->cfg)->id;
     c->tune = st->tune_pending && st->tune_is_z;
     if (c->tune)
@@ -375,6 +378,12 @@ int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t b
     else
         atomic_fetch_add(&st->fallback_small, 1);
     return 1;
+}
+
+void zmpi_call_ran(zmpi_call *c, int algo_id)
+{
+    if (c->coll >= 0 && c->coll < ZMPI_COLL_COUNT)
+        atomic_store(&c->st->last_algo[c->coll], algo_id);
 }
 
 void zmpi_call_end(zmpi_call *c)

@@ -49,6 +49,7 @@ typedef struct zmpi_comm_state {
     int tune_pending, tune_coll, tune_cls, tune_is_z;
     double tune_t0, tune_bytes;
     zmpi_scratch scratch;
+    atomic_int last_algo[ZMPI_COLL_COUNT]; /* ZMPI_Stats.last_algorithm */
     atomic_ullong calls, compressed, fallback_type, fallback_small, fallback_config, fallback_model, codec_errors,
         bytes_raw, bytes_sent;
 } zmpi_comm_state;
@@ -64,6 +65,7 @@ int zmpi_classify(MPI_Datatype type, zmpi_dtype *dt);
 typedef struct zmpi_call {
     zmpi_comm_state *st;
     MPI_Comm comm;
+    ZMPI_Coll coll;     /* ZMPI_COLL_COUNT for point-to-point */
     int rank, size;
     MPI_Datatype type;
     zmpi_dtype dt;
@@ -98,6 +100,10 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
 /* The same for point-to-point (no algorithm choice). */
 int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t bytes);
 void zmpi_call_end(zmpi_call *c);
+/* Called by every algorithm's own code as it starts: records the algorithm
+ * that really ran (ZMPI_Stats.last_algorithm), so that tests can check that
+ * the algorithm a configuration names is the one that runs. */
+void zmpi_call_ran(zmpi_call *c, int algo_id);
 /* Ends a collective that ran as plain MPI after zmpi_call_begin returned 0:
  * completes a measurement in progress (one small allreduce on comm, taken
  * by every rank alike). Call it on every fallback path of a collective. */

@@ -370,6 +370,8 @@ int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *out)
     out->codec_errors = atomic_load(&s->codec_errors);
     out->bytes_raw = atomic_load(&s->bytes_raw);
     out->bytes_sent = atomic_load(&s->bytes_sent);
+    for (int k = 0; k < ZMPI_COLL_COUNT; k++)
+        out->last_algorithm[k] = atomic_load(&s->last_algo[k]);
     pthread_mutex_lock(&s->scratch.lock);
     out->scratch_bytes = s->scratch.kept;
     pthread_mutex_unlock(&s->scratch.lock);
