@@ -1,10 +1,15 @@
 /* `zmpi codec list|eval|compress|decompress|info` */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +27,12 @@ static void codec_usage(FILE *f)
             "                  [--threads T] [TUNING]\n"
             "  zmpi codec decompress IN OUT [--threads T]\n"
             "  zmpi codec info FILE\n"
+            "IN and FILE may be '-' (standard input); OUT may be '-' (standard output).\n"
+            "OUT: a symlink is followed to its final target (a dangling one is refused, as\n"
+            "by cp); a regular file is written to a temporary in its own directory, then\n"
+            "renamed over it, keeping an existing file's mode (and owner, as root); a\n"
+            "device, FIFO, socket, /dev/stdout or /dev/fd/N is written in place, never\n"
+            "replaced. Binary data (compressed or decompressed) never goes to a terminal.\n"
             "TUNING: --segment N (elements per segment, default 65536), --block 8|16|32|64 (fzl),\n"
             "        --level L (zstd), --trunc-bits N (trunc), --no-checksum\n"
             "A bound (--rel or --abs) is required by the error-bounded codecs and ignored\n"
@@ -33,7 +44,8 @@ static void codec_usage(FILE *f)
 
 void *cli_read_file(const char *path, size_t *size)
 {
-    FILE *f = fopen(path, "rb");
+    int is_stdin = !strcmp(path, "-");
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "zmpi: cannot open '%s': %s\n", path, strerror(errno));
         return NULL;
@@ -57,7 +69,8 @@ void *cli_read_file(const char *path, size_t *size)
             break;
     }
     int err = ferror(f);
-    fclose(f);
+    if (!is_stdin)
+        fclose(f);
     if (!buf) {
         fprintf(stderr, "zmpi: out of memory reading '%s'\n", path);
         return NULL;
@@ -71,32 +84,366 @@ void *cli_read_file(const char *path, size_t *size)
     return buf;
 }
 
-int cli_write_file(const char *path, const void *data, size_t size)
+/* ---- output paths (see cli.h for the rules) ---- */
+
+/* The directory part of PATH ("." when it has none), newly allocated. */
+static char *dir_of(const char *path)
 {
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp) {
-        fprintf(stderr, "zmpi: out of memory\n");
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    while (slash > path && slash[-1] == '/')
+        slash--;
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, path, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* The text of symlink PATH, newly allocated; NULL with errno set on error. */
+static char *read_link(const char *path)
+{
+    for (size_t cap = 256;; cap *= 2) {
+        char *b = malloc(cap);
+        if (!b)
+            return NULL;
+        ssize_t n = readlink(path, b, cap);
+        if (n < 0) {
+            free(b);
+            return NULL;
+        }
+        if ((size_t)n < cap) {
+            b[n] = '\0';
+            return b;
+        }
+        free(b);
+        if (cap >= ((size_t)1 << 20)) {
+            errno = ENAMETOOLONG;
+            return NULL;
+        }
+    }
+}
+
+/* FROM's symlink text TARGET taken relative to the directory holding FROM. */
+static char *link_dest(const char *from, const char *target)
+{
+    if (target[0] == '/')
+        return strdup(target);
+    char *d = dir_of(from);
+    if (!d)
+        return NULL;
+    if (!strcmp(d, ".")) {
+        free(d);
+        return strdup(target);
+    }
+    size_t n = strlen(d) + strlen(target) + 2;
+    char *r = malloc(n);
+    if (r)
+        snprintf(r, n, "%s%s%s", d, d[strlen(d) - 1] == '/' ? "" : "/", target);
+    free(d);
+    return r;
+}
+
+/* N if S is a decimal descriptor number, else -1. */
+static int fd_number(const char *s)
+{
+    if (*s < '0' || *s > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    return *end || errno || v > INT_MAX ? -1 : (int)v;
+}
+
+/* The descriptor named literally by /dev/stdout, /dev/stderr, /dev/fd/N, or -1. */
+static int literal_fd(const char *path)
+{
+    if (!strcmp(path, "/dev/stdout"))
+        return STDOUT_FILENO;
+    if (!strcmp(path, "/dev/stderr"))
+        return STDERR_FILENO;
+    if (!strncmp(path, "/dev/fd/", 8))
+        return fd_number(path + 8);
+    return -1;
+}
+
+static void out_error(const cli_out *o, const char *path, const char *what, int err)
+{
+    if (path && strcmp(path, o->name))
+        fprintf(stderr, "zmpi: %s '%s' (-> '%s'): %s\n", what, o->name, path, strerror(err));
+    else
+        fprintf(stderr, "zmpi: %s '%s': %s\n", what, o->name, strerror(err));
+}
+
+enum { OUT_NEW, OUT_REG, OUT_OTHER, OUT_FD };
+
+/* Follows OUT's symlinks one by one. Sets *kind, *path (the final path, newly
+ * allocated; not for OUT_FD), *fd (OUT_FD) and *st (OUT_REG). 0 or -1 (printed). */
+static int resolve_output(const cli_out *o, int *kind, char **path, int *fd, struct stat *st)
+{
+    *path = NULL;
+    int n = !strcmp(o->name, "-") ? STDOUT_FILENO : literal_fd(o->name);
+    if (n < 0 && !strncmp(o->name, "/dev/fd/", 8)) {
+        fprintf(stderr, "zmpi: cannot write '%s': not a descriptor number\n", o->name);
         return -1;
     }
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        fprintf(stderr, "zmpi: cannot create '%s': %s\n", tmp, strerror(errno));
-        free(tmp);
+    if (n >= 0) {
+        *kind = OUT_FD;
+        *fd = n;
+        return 0;
+    }
+    /* /proc's descriptor links (/dev/stdout -> /proc/self/fd/1 -> "pipe:[7]")
+     * are followed by the kernel, never by their text */
+    struct stat procfs;
+    int have_proc = stat("/proc/self/fd", &procfs) == 0;
+    char *cur = strdup(o->name);
+    for (int hops = 0; cur; hops++) {
+        if (lstat(cur, st) != 0) {
+            int err = errno;
+            if (err == ENOENT && hops == 0) {
+                *kind = OUT_NEW;
+                *path = cur;
+                return 0;
+            }
+            if (err == ENOENT)
+                fprintf(stderr, "zmpi: not writing through dangling symlink '%s' ('%s' does not exist)\n",
+                        o->name, cur);
+            else
+                out_error(o, cur, "cannot write", err);
+            free(cur);
+            return -1;
+        }
+        if (!S_ISLNK(st->st_mode)) {
+            *kind = S_ISREG(st->st_mode) ? OUT_REG : OUT_OTHER;
+            *path = cur;
+            return 0;
+        }
+        if (have_proc && st->st_dev == procfs.st_dev) {
+            /* .../fd/N naming what our own descriptor N holds: write to N itself,
+             * at its position and with its flags, as a shell redirection does */
+            const char *base = strrchr(cur, '/');
+            int k = fd_number(base ? base + 1 : cur);
+            struct stat a, b;
+            if (k >= 0 && stat(cur, &a) == 0 && fstat(k, &b) == 0 && a.st_dev == b.st_dev &&
+                a.st_ino == b.st_ino) {
+                free(cur);
+                *kind = OUT_FD;
+                *fd = k;
+                return 0;
+            }
+            *kind = OUT_OTHER;
+            *path = cur;
+            return 0;
+        }
+        if (hops >= 40) {
+            out_error(o, NULL, "cannot write", ELOOP);
+            free(cur);
+            return -1;
+        }
+        char *text = read_link(cur);
+        if (!text) {
+            out_error(o, cur, "cannot write", errno);
+            free(cur);
+            return -1;
+        }
+        char *next = link_dest(cur, text);
+        free(text);
+        free(cur);
+        cur = next;
+    }
+    fprintf(stderr, "zmpi: out of memory\n");
+    return -1;
+}
+
+/* Creates the temporary for regular file PATH in PATH's own directory. */
+static int create_temp(const char *path, char **tmp)
+{
+    size_t n = strlen(path) + 64;
+    *tmp = malloc(n);
+    if (!*tmp) {
+        errno = ENOMEM;
         return -1;
     }
-    int ok = fwrite(data, 1, size, f) == size;
-    ok = (fflush(f) == 0) && ok;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        fprintf(stderr, "zmpi: cannot write '%s': %s\n", path, strerror(errno));
-        remove(tmp);
-        free(tmp);
+    for (int i = 0; i < 100; i++) {
+        if (i == 0)
+            snprintf(*tmp, n, "%s.tmp.%ld", path, (long)getpid());
+        else
+            snprintf(*tmp, n, "%s.tmp.%ld.%d", path, (long)getpid(), i);
+        int fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOCTTY | O_CLOEXEC, 0666);
+        if (fd < 0 && errno == ENAMETOOLONG) { /* a long name: a short one, same directory */
+            char *d = dir_of(path);
+            if (!d)
+                break;
+            snprintf(*tmp, n, "%s/zmpi.tmp.%ld.%d", d, (long)getpid(), i);
+            free(d);
+            fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOCTTY | O_CLOEXEC, 0666);
+        }
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
+int cli_output_open(cli_out *o, const char *path, const char *what)
+{
+    memset(o, 0, sizeof *o);
+    o->name = path;
+    o->fd = -1;
+    int kind, fd = -1;
+    struct stat st;
+    char *final;
+    if (resolve_output(o, &kind, &final, &fd, &st))
+        return -1;
+    if (kind == OUT_FD) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY) {
+            fprintf(stderr, "zmpi: cannot write '%s': descriptor %d is not open%s\n", o->name, fd,
+                    fl < 0 ? "" : " for writing");
+            return -1;
+        }
+        o->fd = fd;
+    } else if (kind == OUT_OTHER) {
+        /* device, FIFO, socket, descriptor: written in place, never replaced */
+        o->fd = open(final, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        if (o->fd < 0) {
+            if (errno == ENXIO && S_ISSOCK(st.st_mode))
+                fprintf(stderr, "zmpi: cannot write '%s': a socket cannot be opened by name "
+                                "(pass it as a descriptor, /dev/fd/N)\n", o->name);
+            else
+                out_error(o, final, "cannot write", errno);
+            free(final);
+            return -1;
+        }
+        o->close_fd = 1;
+        struct stat now;
+        if (fstat(o->fd, &now) == 0 && S_ISREG(now.st_mode) && ftruncate(o->fd, 0) != 0) {
+            out_error(o, final, "cannot truncate", errno);
+            cli_output_abort(o);
+            free(final);
+            return -1;
+        }
+    } else {
+        /* regular file: a temporary beside the final target, renamed over it */
+        if (kind == OUT_REG && faccessat(AT_FDCWD, final, W_OK, AT_EACCESS) != 0) {
+            out_error(o, final, "cannot write", errno);
+            free(final);
+            return -1;
+        }
+        o->fd = create_temp(final, &o->tmp);
+        if (o->fd < 0) {
+            out_error(o, final, "cannot create a temporary file for", errno);
+            free(o->tmp);
+            o->tmp = NULL;
+            free(final);
+            return -1;
+        }
+        o->close_fd = 1;
+        o->path = final;
+        final = NULL;
+        if (kind == OUT_REG) {
+            /* the old file's owner and group (as root; else its group if we
+             * belong to it): best effort, a failure keeps ours. Then its mode. */
+            int r = geteuid() == 0           ? fchown(o->fd, st.st_uid, st.st_gid)
+                    : st.st_gid != getegid() ? fchown(o->fd, (uid_t)-1, st.st_gid)
+                                             : 0;
+            (void)r;
+            if (fchmod(o->fd, st.st_mode & 07777) != 0) {
+                out_error(o, o->path, "cannot set the mode of", errno);
+                cli_output_abort(o);
+                return -1;
+            }
+        }
+    }
+    free(final);
+    if (what && isatty(o->fd)) {
+        fprintf(stderr, "zmpi: not writing %s to a terminal ('%s'); redirect it to a file or a pipe\n",
+                what, o->name);
+        cli_output_abort(o);
         return -1;
     }
-    free(tmp);
     return 0;
+}
+
+static int write_all(int fd, const void *data, size_t size)
+{
+    const unsigned char *p = data;
+    while (size > 0) {
+        ssize_t w = write(fd, p, size < ((size_t)1 << 30) ? size : ((size_t)1 << 30));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) { /* an O_NONBLOCK descriptor */
+            struct pollfd pf = {.fd = fd, .events = POLLOUT};
+            if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+                return -1;
+            continue;
+        }
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
+            return -1;
+        }
+        p += w;
+        size -= (size_t)w;
+    }
+    return 0;
+}
+
+int cli_output_write(cli_out *o, const void *data, size_t size)
+{
+    /* a closed pipe is an error reported here (EPIPE), not a silent death */
+    struct sigaction ign, old;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    int restore = sigaction(SIGPIPE, &ign, &old) == 0;
+    int rc = write_all(o->fd, data, size), err = errno;
+    if (restore)
+        sigaction(SIGPIPE, &old, NULL);
+    const char *path = o->tmp ? o->path : NULL;
+    if (o->close_fd && close(o->fd) != 0 && rc == 0) {
+        rc = -1;
+        err = errno;
+    }
+    o->fd = -1;
+    o->close_fd = 0;
+    if (rc == 0 && o->tmp && rename(o->tmp, o->path) != 0) {
+        out_error(o, path, "cannot replace", errno);
+        cli_output_abort(o);
+        return -1;
+    }
+    if (rc != 0) {
+        out_error(o, path, "cannot write", err);
+        cli_output_abort(o);
+        return -1;
+    }
+    free(o->tmp);
+    free(o->path);
+    o->tmp = o->path = NULL;
+    return 0;
+}
+
+void cli_output_abort(cli_out *o)
+{
+    if (o->close_fd && o->fd >= 0)
+        close(o->fd);
+    o->fd = -1;
+    o->close_fd = 0;
+    if (o->tmp)
+        unlink(o->tmp);
+    free(o->tmp);
+    free(o->path);
+    o->tmp = o->path = NULL;
+}
+
+int cli_write_file(const char *path, const void *data, size_t size, const char *what)
+{
+    cli_out o;
+    if (cli_output_open(&o, path, what))
+        return -1;
+    return cli_output_write(&o, data, size);
 }
 
 typedef struct opts {
@@ -452,17 +799,19 @@ static int cmd_compress(int argc, char **argv)
                 zmpi_codec_name(codec));
     size_t n = 0;
     int status = 1;
+    cli_out out;
     void *x = load_array(o.pos[0], dt, &n);
     size_t cap = zmpi_max_compressed_size(ctx, n, dt);
     void *buf = x ? malloc(cap ? cap : 1) : NULL;
     zmpi_channel *ch = zmpi_channel_create(0);
     if (x && (!buf || !ch))
         fprintf(stderr, "zmpi: out of memory\n");
-    if (x && buf && ch) {
+    if (x && buf && ch && cli_output_open(&out, o.pos[1], "compressed data") == 0) {
         ptrdiff_t len = zmpi_compress_channel(ctx, ch, x, n, dt, buf, cap);
-        if (len < 0)
+        if (len < 0) {
             fprintf(stderr, "zmpi: compressing '%s': %s\n", o.pos[0], zmpi_strerror((int)len));
-        else if (cli_write_file(o.pos[1], buf, (size_t)len) == 0)
+            cli_output_abort(&out);
+        } else if (cli_output_write(&out, buf, (size_t)len) == 0)
             status = 0;
     }
     zmpi_channel_free(ch);
@@ -498,12 +847,16 @@ static int cmd_decompress(int argc, char **argv)
         goto out;
     }
     zmpi_ctx_set_param(ctx, ZMPI_P_THREADS, o.threads);
+    cli_out dst;
+    if (cli_output_open(&dst, o.pos[1], "decompressed data"))
+        goto out;
     ptrdiff_t got = zmpi_decompress_channel(ctx, ch, src, size, y, raw);
     if (got < 0) {
         fprintf(stderr, "zmpi: '%s': %s\n", o.pos[0], zmpi_strerror((int)got));
+        cli_output_abort(&dst);
         goto out;
     }
-    if (cli_write_file(o.pos[1], y, raw) == 0)
+    if (cli_output_write(&dst, y, raw) == 0)
         status = 0;
 out:
     zmpi_channel_free(ch);
