@@ -14,12 +14,25 @@
  *                       result; message: it holds for each compressed message
  *                       (the published semantics, error may compound)
  *   ZMPI_MIN_BYTES      messages below this size are sent uncompressed (default 65536)
- *   ZMPI_THREADS        OpenMP threads per compression (default 1)
+ *   ZMPI_THREADS        OpenMP threads per compression (default 1; 0 = all cores
+ *                       of the node; more than the node's cores is an error)
  *   ZMPI_CHUNK          elements per pipelined chunk (default 65536)
  *   ZMPI_SCRATCH        bytes of working buffers a communicator keeps between
  *                       calls (default 256M; 0: allocate and free per call)
  *   ZMPI_<COLL>_ALGORITHM  algorithm name per collective, e.g.
  *                       ZMPI_ALLREDUCE_ALGORITHM=ring (see ZMPI_Coll_algorithms)
+ *   ZMPI_NET_BW, ZMPI_NET_LAT, ZMPI_CODEC_SPEED, ZMPI_RATIO: the model behind
+ *                       "compress only when it pays" (see ZMPI_Config)
+ * A malformed value, or a ZMPI_ variable that is none of these (a typo), is
+ * an error of every zmpi call on a communicator that takes its settings from
+ * the environment, raised through its error handler (see ZMPI_Error_class)
+ * with a message naming the variable: never a silent default.
+ *
+ * Which communicators have which settings: MPI_Comm_dup copies them; a
+ * communicator made any other way (MPI_Comm_split, MPI_Cart_create,
+ * MPI_Comm_create, ...) starts from the environment, since MPI does not tell
+ * a library a communicator's parent - copy them with ZMPI_Comm_get_config
+ * and ZMPI_Comm_set_config.
  *
  * Every call falls back to the plain MPI call, with exactly MPI's result, when
  * compression cannot apply or was not configured: datatypes other than
@@ -27,9 +40,11 @@
  * other than MPI_SUM / MPI_MIN / MPI_MAX, intercommunicators, messages below
  * the size threshold, and codec failures (counted in ZMPI_Comm_get_stats).
  *
- * Both ends of a message must use zmpi (or both plain MPI) on a communicator:
- * a compressed point-to-point message is a self-describing byte stream.
- * Internally zmpi calls only PMPI_ functions.
+ * Both ends of a MPI_FLOAT / MPI_DOUBLE message use zmpi calls: a compressed
+ * point-to-point message is a self-describing byte stream, which any zmpi
+ * receiver decodes whatever its own settings (a plain MPI_Recv would get the
+ * stream's bytes). Requests and probed messages: see the completion and probe
+ * calls below. Internally zmpi calls only PMPI_ functions.
  */
 #ifndef ZMPI_ZMPI_H
 #define ZMPI_ZMPI_H
@@ -106,9 +121,18 @@ typedef struct ZMPI_Stats {
  * MPI_ERR_ARG if a variable is malformed (that setting keeps its built-in
  * default; *bad names the first bad variable if bad != NULL). */
 int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad);
-/* Sets / reads the communicator's configuration. set validates it
- * (MPI_ERR_ARG for an unknown codec, a bad bound, an unknown algorithm).
- * Duplicated communicators inherit the configuration. */
+/* Sets the communicator's configuration. Collective over comm, like
+ * MPI_Comm_set_info: every rank calls it. The ranks may set different
+ * settings for their point-to-point messages (a receiver decodes any zmpi
+ * message whatever its own settings), but the collectives on comm then raise
+ * an error on every rank (the settings that decide a collective's path are
+ * compared across the ranks here, and at the first collective of a
+ * communicator configured from the environment). An invalid configuration
+ * (unknown codec, a bound that is not a finite number > 0, more threads than
+ * cores, an unknown algorithm) is an error raised on comm (class
+ * MPI_ERR_ARG); the rank keeps its old settings. Duplicates (MPI_Comm_dup)
+ * inherit the configuration. ZMPI_Comm_get_config reads it (and raises the
+ * error of a malformed environment variable). */
 int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg);
 int ZMPI_Comm_get_config(MPI_Comm comm, ZMPI_Config *cfg);
 int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *stats);
@@ -145,12 +169,54 @@ int ZMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
 int ZMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
                   void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                   MPI_Comm comm, MPI_Status *status);
-/* Completion of requests from ZMPI_Isend / ZMPI_Irecv (and of any other
- * request, passed through to MPI). A compressed receive is decompressed when
- * its request completes; its status counts uncompressed elements. */
+/* Completion. A ZMPI_Isend / ZMPI_Irecv of MPI_FLOAT / MPI_DOUBLE data
+ * returns a request of zmpi's (a generalized request that zmpi completes
+ * when the transfer is over and, for a receive, the message is decoded;
+ * its status then counts uncompressed elements). Complete it with these
+ * calls, which take any mix of zmpi and plain requests and behave as their
+ * MPI namesakes. Under MPICH, MPI's own completion calls (MPI_Wait,
+ * MPI_Test, MPI_Waitall, ...) complete zmpi requests too; under other MPI
+ * libraries they never do (MPI_Test keeps returning false, MPI_Wait blocks).
+ * ZMPI_Request_free'd requests are completed by later zmpi calls. */
 int ZMPI_Wait(MPI_Request *request, MPI_Status *status);
-int ZMPI_Waitall(int count, MPI_Request *requests, MPI_Status *statuses);
+int ZMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
+int ZMPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
+int ZMPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
 int ZMPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
+int ZMPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]);
+int ZMPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status);
+int ZMPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
+int ZMPI_Request_free(MPI_Request *request);
+int ZMPI_Cancel(MPI_Request *request);
+
+/* Probes. MPI_Probe reports a compressed message's size on the wire; these
+ * report what it holds: MPI_Get_count / ZMPI_Get_count with MPI_FLOAT or
+ * MPI_DOUBLE give its elements (raw data: its bytes / the type's size). To
+ * read the header they take the message out of MPI's queue and keep it on
+ * the communicator: receive it with a zmpi receive (ZMPI_Recv, ZMPI_Irecv,
+ * ZMPI_Sendrecv), which looks at kept messages first, in MPI's order - not
+ * with MPI_Recv. A message handle from ZMPI_Mprobe / ZMPI_Improbe goes to
+ * ZMPI_Mrecv / ZMPI_Imrecv only. */
+int ZMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
+int ZMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+int ZMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status);
+int ZMPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status);
+int ZMPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status);
+int ZMPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request);
+int ZMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+
+/* Errors. zmpi raises what it detects itself - a malformed setting, ranks
+ * whose settings differ, a message with more elements than the receive
+ * buffer, doubles received as floats, an undecodable message - through the
+ * communicator's error handler, as MPI does (MPI_ERRORS_ARE_FATAL, the
+ * default, stops the job with the message; under MPI_ERRORS_RETURN the
+ * code is returned). The codes belong to error classes of zmpi's own, and
+ * MPI_Error_string says precisely what went wrong; ZMPI_Error_class gives
+ * the standard class nearest to the meaning (MPI_ERR_ARG for a setting,
+ * MPI_ERR_TRUNCATE, MPI_ERR_TYPE, MPI_ERR_OTHER for disagreeing settings
+ * and undecodable messages, MPI_ERR_REQUEST), and MPI's class for MPI's
+ * own codes. */
+int ZMPI_Error_class(int errorcode, int *errorclass);
 
 /* ---- collectives ---- */
 int ZMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);

@@ -306,9 +306,15 @@ void zmpi_call_plain_done(MPI_Comm comm)
 
 int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype type, MPI_Op op, size_t bytes)
 {
+    c->err = MPI_SUCCESS;
     zmpi_comm_state *st = zmpi_state(comm);
     if (!st)
-        return 0; /* no state: plain MPI is always correct */
+        return ZMPI_CALL_PLAIN; /* no state: plain MPI is always correct */
+    /* before anything that depends on the settings: ranks whose settings
+     * differ would take different paths (and wait for each other forever) */
+    c->err = zmpi_state_agree(st, comm);
+    if (c->err != MPI_SUCCESS)
+        return ZMPI_CALL_ERR;
     atomic_fetch_add(&st->calls, 1);
     atomic_store(&st->last_algo[coll], ZMPI_ALGO_MPI); /* until an algorithm reports that it ran */
     zmpi_dtype dt;
@@ -333,10 +339,15 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
     /* The collectives' own messages travel on a private duplicate, so that no
      * user receive (MPI_ANY_TAG) pending on comm can match them. Every rank
      * reaches this point for the same call, so the collective dup is safe. */
-    if (st->shadow == MPI_COMM_NULL && PMPI_Comm_dup(comm, &st->shadow) != MPI_SUCCESS) {
-        st->shadow = MPI_COMM_NULL;
-        count_why(st, ZMPI_WHY_CONFIG);
-        return 0;
+    if (st->shadow == MPI_COMM_NULL) {
+        if (PMPI_Comm_dup(comm, &st->shadow) != MPI_SUCCESS) {
+            st->shadow = MPI_COMM_NULL;
+            count_why(st, ZMPI_WHY_CONFIG);
+            return 0;
+        }
+        /* errors of the internal traffic come back to the dispatcher, which
+         * raises them on comm with the handler comm has at that time */
+        PMPI_Comm_set_errhandler(st->shadow, MPI_ERRORS_RETURN);
     }
     if (fill(c, st, st->shadow, type, dt, bytes == SIZE_MAX ? st->cfg.min_bytes : 0)) {
         count_why(st, ZMPI_WHY_CONFIG); /* out of memory: plain MPI is always correct */
@@ -351,33 +362,55 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
     return 1;
 }
 
-int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t bytes)
+/* The point-to-point decision and its statistics: ZMPI_WHY_* (0: compress). */
+static int p2p_decide(zmpi_comm_state *st, MPI_Datatype type, size_t bytes, zmpi_dtype *dt)
 {
-    zmpi_comm_state *st = zmpi_state(comm);
-    if (!st)
-        return 0;
     atomic_fetch_add(&st->calls, 1);
-    zmpi_dtype dt;
-    int why = why_not(st, type, MPI_OP_NULL, &dt);
+    int why = why_not(st, type, MPI_OP_NULL, dt);
     /* The model, independent of the size: sender and receiver must decide
      * alike, and a receiver knows only its capacity. Where compression does
      * not pay even for a large message (the link is faster than the codec),
      * no point-to-point message is compressed. */
-    if (!why && !zmpi_model(&st->cfg, ZMPI_COLL_COUNT, 2, (size_t)1 << 30, dt, NULL, NULL))
+    if (!why && !zmpi_model(&st->cfg, ZMPI_COLL_COUNT, 2, (size_t)1 << 30, *dt, NULL, NULL))
         why = ZMPI_WHY_MODEL;
-    if (why) {
+    if (why)
         count_why(st, why);
-        return 0;
-    }
-    if (fill(c, st, comm, type, dt, st->cfg.min_bytes)) {
-        count_why(st, ZMPI_WHY_CONFIG);
-        return 0;
-    }
-    if (bytes >= st->cfg.min_bytes)
+    else if (bytes >= st->cfg.min_bytes)
         atomic_fetch_add(&st->compressed, 1);
     else
         atomic_fetch_add(&st->fallback_small, 1);
-    return 1;
+    return why;
+}
+
+int zmpi_p2p_count(MPI_Comm comm, MPI_Datatype type, size_t bytes)
+{
+    zmpi_dtype dt;
+    zmpi_comm_state *st = zmpi_state(comm);
+    if (!st)
+        return MPI_SUCCESS;
+    int rc = zmpi_state_error(st);
+    if (rc == MPI_SUCCESS)
+        p2p_decide(st, type, bytes, &dt);
+    return rc;
+}
+
+int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t bytes)
+{
+    zmpi_dtype dt;
+    c->err = MPI_SUCCESS;
+    zmpi_comm_state *st = zmpi_state(comm);
+    if (!st)
+        return ZMPI_CALL_PLAIN;
+    c->err = zmpi_state_error(st);
+    if (c->err != MPI_SUCCESS)
+        return ZMPI_CALL_ERR;
+    if (p2p_decide(st, type, bytes, &dt))
+        return ZMPI_CALL_PLAIN;
+    if (fill(c, st, comm, type, dt, st->cfg.min_bytes)) {
+        count_why(st, ZMPI_WHY_CONFIG);
+        return ZMPI_CALL_PLAIN;
+    }
+    return ZMPI_CALL_ON;
 }
 
 void zmpi_call_ran(zmpi_call *c, int algo_id)

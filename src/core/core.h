@@ -34,11 +34,86 @@ typedef struct zmpi_scratch {
     size_t kept; /* sum of cap */
 } zmpi_scratch;
 
+/* ---- the process context and errors (proc.c) ---- */
+
+/* What zmpi detects itself; each kind is an MPI error class of zmpi's. */
+enum {
+    ZMPI_EK_CONFIG = 0, /* malformed setting (environment or ZMPI_Comm_set_config) */
+    ZMPI_EK_MISMATCH,   /* the ranks of a communicator have different settings */
+    ZMPI_EK_TRUNCATE,   /* a message holds more elements than the receive buffer */
+    ZMPI_EK_TYPE,       /* float message into a double receive, or the reverse */
+    ZMPI_EK_STREAM,     /* a compressed message that cannot be decoded */
+    ZMPI_EK_REQUEST,    /* a request or message handle zmpi does not know */
+    ZMPI_EK_ARG,        /* other invalid argument */
+    ZMPI_EK_COUNT
+};
+#define ZMPI_ERR_RING 8 /* codes per class whose messages are rewritten in turn */
+
+/* A message taken out of MPI's queues by ZMPI_Probe / Iprobe / Mprobe
+ * before its receive (its bytes are needed to report its element count). */
+typedef struct zmpi_kept {
+    struct zmpi_kept *next;
+    int source, tag;
+    MPI_Comm comm;       /* where it was sent */
+    MPI_Message handle;  /* the user's handle after ZMPI_Mprobe (a live placeholder), else MPI_MESSAGE_NULL */
+    MPI_Request ph_send; /* the placeholder's send, completed once the handle is received */
+    MPI_Status status;   /* as MPI received it */
+    size_t bytes;
+    unsigned char *data;
+} zmpi_kept;
+
+typedef struct zmpi_proc {
+    pthread_mutex_t mu;         /* guards ops and the error strings */
+    void *ops;                  /* pending point-to-point operations (p2p/requests.c) */
+    void (*ops_free)(void *ops); /* frees them in MPI_Finalize */
+    int ndetached;              /* of them, freed by ZMPI_Request_free and not yet complete */
+    int err_tried, err_ok;      /* the classes below were attempted (at the first error) / exist */
+    int err_class[ZMPI_EK_COUNT];
+    int err_code[ZMPI_EK_COUNT][ZMPI_ERR_RING];
+    unsigned err_next[ZMPI_EK_COUNT];
+    MPI_Datatype bytes4, bytes8; /* 4 and 8 contiguous MPI_BYTEs: float/double receives */
+    MPI_Comm self;              /* private duplicate of MPI_COMM_SELF: message-handle placeholders */
+    struct zmpi_kept *handed;   /* kept messages handed out by ZMPI_Mprobe / Improbe */
+} zmpi_proc;
+
+/* The process context (an attribute of MPI_COMM_SELF), or NULL if it could
+ * not be created or MPI is finalized. */
+zmpi_proc *zmpi_proc_get(void);
+/* An MPI error code of class `kind` whose MPI_Error_string is "zmpi: "
+ * followed by the formatted message. Does not raise it. */
+int zmpi_err(int kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Raises rc (if not MPI_SUCCESS) through comm's error handler, as MPI does
+ * for its own errors, and returns it. Use it once per error, on errors MPI
+ * has not raised already (zmpi's own, and those of calls on the private
+ * duplicate, whose handler is MPI_ERRORS_RETURN). */
+int zmpi_raise(MPI_Comm comm, int rc);
+
+/* ---- settings (config.c) ---- */
+
+/* One row of the settings table: an environment variable. */
+typedef struct zmpi_setting {
+    const char *name; /* ZMPI_... */
+    const char *def;  /* default, as text */
+    const char *doc;  /* one line */
+    int (*set)(const char *value, ZMPI_Config *cfg, char *msg, size_t cap); /* NULL: a tool's variable */
+} zmpi_setting;
+const zmpi_setting *zmpi_settings(size_t *n);
+void zmpi_config_defaults(ZMPI_Config *cfg);
+/* Fills *cfg from the environment: 0, or -1 with the first bad variable in
+ * *bad and a message "NAME=value: reason" in msg. */
+int zmpi_config_env(ZMPI_Config *cfg, const char **bad, char *msg, size_t cap);
+/* 0 if cfg is valid, else -1 with the reason in msg. */
+int zmpi_config_check(const ZMPI_Config *cfg, char *msg, size_t cap);
+
 /* State attached to a communicator (MPI attribute). */
 typedef struct zmpi_comm_state {
     ZMPI_Config cfg;
     MPI_Comm shadow;       /* private duplicate for the collectives' own traffic, made on first use */
-    const char *env_error; /* first malformed environment variable, or NULL */
+    char bad[240];         /* why no zmpi call can run on comm ("" = none): a malformed
+                              environment variable */
+    char mismatch[240];    /* why no collective can run on comm ("" = none): the ranks'
+                              settings differ, or one rank's are invalid */
+    int agreed;            /* the ranks' settings were compared since the last change */
     int size, inter;       /* of the communicator (fixed for its life; duplicates share them) */
     /* Measured once per (collective, size class), with the model on: the
      * plain and the compressed call's time per byte (slowest rank; 0 =
@@ -49,6 +124,8 @@ typedef struct zmpi_comm_state {
     int tune_pending, tune_coll, tune_cls, tune_is_z;
     double tune_t0, tune_bytes;
     zmpi_scratch scratch;
+    pthread_mutex_t kept_lock;
+    zmpi_kept *kept;       /* oldest first */
     atomic_int last_algo[ZMPI_COLL_COUNT]; /* ZMPI_Stats.last_algorithm */
     atomic_ullong calls, compressed, fallback_type, fallback_small, fallback_config, fallback_model, codec_errors,
         bytes_raw, bytes_sent;
@@ -57,6 +134,16 @@ typedef struct zmpi_comm_state {
 /* The state of comm, created from the environment on first use (or NULL if
  * memory or MPI failed). */
 zmpi_comm_state *zmpi_state(MPI_Comm comm);
+/* MPI_SUCCESS, or the error (not raised) that makes st unusable for any
+ * call (a malformed environment variable). */
+int zmpi_state_error(const zmpi_comm_state *st);
+/* Collective over comm (an intracommunicator of more than one rank): unless
+ * done since the last configuration change, compares every setting that
+ * affects a collective's path across the ranks (one small allreduce), so
+ * that ranks with different settings get an error instead of taking
+ * different paths and hanging. Returns MPI_SUCCESS or the error (not
+ * raised), on every rank. */
+int zmpi_state_agree(zmpi_comm_state *st, MPI_Comm comm);
 
 /* Basic float types: MPI_FLOAT / MPI_DOUBLE -> 1 and *dt; others -> 0. */
 int zmpi_classify(MPI_Datatype type, zmpi_dtype *dt);
@@ -78,7 +165,11 @@ typedef struct zmpi_call {
     zmpi_ctx *raw;      /* the "stored" codec, for blocks that are not compressed */
     size_t min_bytes;
     int tune;           /* this collective call is being measured (zmpi_call_end completes it) */
+    int err;            /* the error of zmpi_call_begin* returning ZMPI_CALL_ERR */
 } zmpi_call;
+
+/* What zmpi_call_begin decides. */
+enum { ZMPI_CALL_ERR = -1, ZMPI_CALL_PLAIN = 0, ZMPI_CALL_ON = 1 };
 
 /* Why a call runs as plain MPI. */
 enum { ZMPI_WHY_NONE = 0, ZMPI_WHY_TYPE, ZMPI_WHY_SMALL, ZMPI_WHY_CONFIG, ZMPI_WHY_MODEL };
@@ -92,14 +183,22 @@ int zmpi_model(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, size_t bytes,
  * movement; bytes is the message size every rank knows (SIZE_MAX when the
  * ranks do not share one, e.g. for v-variants: the threshold then applies
  * per block). The decision depends only on what all ranks know, so they all
- * take the same path. Returns 1 and fills *c (release with zmpi_call_end),
- * or 0 for the plain-MPI fallback (counted; also when memory for the codec
- * contexts is exhausted). Never returns anything else. */
+ * take the same path (the settings are compared across the ranks first, see
+ * zmpi_state_agree). Returns ZMPI_CALL_ON and fills *c (release with
+ * zmpi_call_end), ZMPI_CALL_PLAIN for the plain-MPI fallback (counted; also
+ * when memory for the codec contexts is exhausted), or ZMPI_CALL_ERR with
+ * c->err (not raised: the caller raises it on comm) when the configuration
+ * is unusable or the ranks' settings disagree. */
 int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype type, MPI_Op op,
                     size_t bytes);
-/* The same for point-to-point (no algorithm choice). */
+/* The same for point-to-point (no algorithm choice, no agreement: each end
+ * decides alone, the message describes itself). */
 int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t bytes);
 void zmpi_call_end(zmpi_call *c);
+/* Counts a point-to-point call that needs no codec (a receive, another
+ * datatype) as zmpi_call_begin_p2p would; returns the settings' error (not
+ * raised) or MPI_SUCCESS. */
+int zmpi_p2p_count(MPI_Comm comm, MPI_Datatype type, size_t bytes);
 /* Called by every algorithm's own code as it starts: records the algorithm
  * that really ran (ZMPI_Stats.last_algorithm), so that tests can check that
  * the algorithm a configuration names is the one that runs. */

@@ -7,8 +7,8 @@
  * communicator.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,15 +21,19 @@
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static int state_key = MPI_KEYVAL_INVALID; /* written once under key_once */
 
-static zmpi_comm_state *state_new(const ZMPI_Config *cfg, const char *env_error)
+static zmpi_comm_state *state_new(const ZMPI_Config *cfg)
 {
     zmpi_comm_state *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->cfg = *cfg;
-    s->env_error = env_error;
     s->shadow = MPI_COMM_NULL; /* never inherited: each communicator makes its own */
     if (pthread_mutex_init(&s->scratch.lock, NULL)) {
+        free(s);
+        return NULL;
+    }
+    if (pthread_mutex_init(&s->kept_lock, NULL)) {
+        pthread_mutex_destroy(&s->scratch.lock);
         free(s);
         return NULL;
     }
@@ -40,6 +44,13 @@ static void state_free(zmpi_comm_state *s)
 {
     zmpi_scratch_release(&s->scratch);
     pthread_mutex_destroy(&s->scratch.lock);
+    while (s->kept) { /* probed, never received */
+        zmpi_kept *k = s->kept;
+        s->kept = k->next;
+        free(k->data);
+        free(k);
+    }
+    pthread_mutex_destroy(&s->kept_lock);
     free(s);
 }
 
@@ -47,13 +58,16 @@ static int copy_fn(MPI_Comm old, int key, void *extra, void *in, void *out, int 
 {
     (void)old; (void)key; (void)extra;
     const zmpi_comm_state *s = in;
-    zmpi_comm_state *n = state_new(&s->cfg, s->env_error);
+    zmpi_comm_state *n = state_new(&s->cfg);
     if (!n) {
         *flag = 0;
         return MPI_ERR_NO_MEM;
     }
     n->size = s->size; /* a duplicate has the same group and kind */
     n->inter = s->inter;
+    memcpy(n->bad, s->bad, sizeof n->bad); /* and the same settings: compared once is enough */
+    memcpy(n->mismatch, s->mismatch, sizeof n->mismatch);
+    n->agreed = s->agreed;
     *(void **)out = n;
     *flag = 1;
     return MPI_SUCCESS;
@@ -76,231 +90,6 @@ static void make_key(void)
         state_key = k;
 }
 
-static int env_double(const char *name, double *out, const char **bad)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return 0;
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (*end || errno || !(d > 0) || !isfinite(d)) {
-        if (bad && !*bad)
-            *bad = name;
-        return -1;
-    }
-    *out = d;
-    return 1;
-}
-
-/* A positive number with an optional unit suffix: k/K, M, G, T (powers of
- * 1000) and then "bit"/"b"/"bps" (bits: / 8) or "B" (bytes) for rates; "ns",
- * "us", "ms", "s" for times (kind 't'). Returns 1 or 0 (malformed). */
-static int parse_unit(const char *v, char kind, double *out)
-{
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (end == v || errno || !(d > 0) || !isfinite(d))
-        return 0;
-    if (kind == 't') {
-        if (!strcmp(end, "ns"))
-            d *= 1e-9;
-        else if (!strcmp(end, "us"))
-            d *= 1e-6;
-        else if (!strcmp(end, "ms"))
-            d *= 1e-3;
-        else if (*end && strcmp(end, "s"))
-            return 0;
-    } else {
-        const char *u = end;
-        if (*u == 'k' || *u == 'K')
-            d *= 1e3, u++;
-        else if (*u == 'M')
-            d *= 1e6, u++;
-        else if (*u == 'G')
-            d *= 1e9, u++;
-        else if (*u == 'T')
-            d *= 1e12, u++;
-        if (!strcmp(u, "bit") || !strcmp(u, "b") || !strcmp(u, "bps"))
-            d /= 8;
-        else if (*u && strcmp(u, "B"))
-            return 0;
-    }
-    *out = d;
-    return 1;
-}
-
-/* env_double for values with units; returns 1, 0 (unset) or -1 (malformed). */
-static int env_unit(const char *name, char kind, double *out, const char **bad)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return 0;
-    if (!parse_unit(v, kind, out)) {
-        if (bad && !*bad)
-            *bad = name;
-        return -1;
-    }
-    return 1;
-}
-
-static int env_size(const char *name, size_t *out, const char **bad)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return 0;
-    char *end;
-    errno = 0;
-    unsigned long long d = strtoull(v, &end, 10);
-    if (*end || errno || v[0] == '-') {
-        if (bad && !*bad)
-            *bad = name;
-        return -1;
-    }
-    *out = (size_t)d;
-    return 1;
-}
-
-int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad)
-{
-    const char *b = NULL;
-    if (!cfg)
-        return MPI_ERR_ARG;
-    memset(cfg, 0, sizeof *cfg);
-    cfg->codec = ZMPI_CODEC_FZL;
-    cfg->eb_mode = ZMPI_EB_NONE;
-    cfg->eb = 0.0;
-    cfg->scope = ZMPI_SCOPE_RESULT;
-    cfg->threads = 1;
-    cfg->min_bytes = 65536;
-    cfg->chunk = 65536;
-    cfg->scratch_keep = (size_t)256 << 20;
-    const char *v = getenv("ZMPI_CODEC");
-    if (v && *v) {
-        int c = zmpi_codec_from_name(v);
-        if (c < 0)
-            b = b ? b : "ZMPI_CODEC";
-        else
-            cfg->codec = (zmpi_codec)c;
-    }
-    double eb;
-    if (env_double("ZMPI_EB", &eb, &b) == 1) {
-        cfg->eb = eb;
-        cfg->eb_mode = ZMPI_EB_REL;
-        v = getenv("ZMPI_EB_MODE");
-        if (v && *v) {
-            if (!strcasecmp(v, "abs"))
-                cfg->eb_mode = ZMPI_EB_ABS;
-            else if (strcasecmp(v, "rel"))
-                b = b ? b : "ZMPI_EB_MODE";
-        }
-    }
-    v = getenv("ZMPI_EB_SCOPE");
-    if (v && *v) {
-        if (!strcasecmp(v, "message"))
-            cfg->scope = ZMPI_SCOPE_MESSAGE;
-        else if (strcasecmp(v, "result"))
-            b = b ? b : "ZMPI_EB_SCOPE";
-    }
-    size_t sz;
-    if (env_size("ZMPI_MIN_BYTES", &sz, &b) == 1)
-        cfg->min_bytes = sz;
-    if (env_size("ZMPI_CHUNK", &sz, &b) == 1) {
-        if (sz < 64 || sz > (1u << 26))
-            b = b ? b : "ZMPI_CHUNK";
-        else
-            cfg->chunk = sz;
-    }
-    if (env_size("ZMPI_THREADS", &sz, &b) == 1) {
-        if (sz > 4096)
-            b = b ? b : "ZMPI_THREADS";
-        else
-            cfg->threads = (int)sz;
-    }
-    double d;
-    v = getenv("ZMPI_SCRATCH"); /* bytes, with the units of rates (256M, 1G); 0 = keep nothing */
-    if (v && *v) {
-        if (!strcmp(v, "0"))
-            cfg->scratch_keep = 0;
-        else if (parse_unit(v, 'r', &d) && d < 1e18)
-            cfg->scratch_keep = (size_t)d;
-        else
-            b = b ? b : "ZMPI_SCRATCH";
-    }
-    if (env_unit("ZMPI_NET_BW", 'r', &d, &b) == 1)
-        cfg->net_bw = d;
-    if (env_unit("ZMPI_NET_LAT", 't', &d, &b) == 1)
-        cfg->net_lat = d;
-    if (env_double("ZMPI_RATIO", &d, &b) == 1)
-        cfg->ratio = d;
-    v = getenv("ZMPI_CODEC_SPEED");
-    if (v && *v) { /* C[,D]: compression [and decompression] bytes/s of one thread */
-        char tmp[64];
-        const char *comma = strchr(v, ',');
-        size_t l = comma ? (size_t)(comma - v) : strlen(v);
-        double cs = 0, ds = 0;
-        int ok = l < sizeof tmp;
-        if (ok) {
-            memcpy(tmp, v, l);
-            tmp[l] = '\0';
-            ok = parse_unit(tmp, 'r', &cs);
-            ds = cs;
-        }
-        if (ok && comma)
-            ok = parse_unit(comma + 1, 'r', &ds);
-        if (ok) {
-            cfg->comp_speed = cs;
-            cfg->decomp_speed = ds;
-        } else {
-            b = b ? b : "ZMPI_CODEC_SPEED";
-        }
-    }
-    for (int k = 0; k < ZMPI_COLL_COUNT; k++) {
-        char name[64];
-        const char *cn = ZMPI_Coll_name((ZMPI_Coll)k);
-        size_t j = 0;
-        j += (size_t)snprintf(name, sizeof name, "ZMPI_");
-        for (const char *p = cn; *p && j < sizeof name - 12; p++)
-            name[j++] = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
-        snprintf(name + j, sizeof name - j, "_ALGORITHM");
-        v = getenv(name);
-        if (v && *v) {
-            int id = ZMPI_Coll_algorithm_from_name((ZMPI_Coll)k, v);
-            if (id == -2)
-                b = b ? b : "ZMPI_<COLL>_ALGORITHM";
-            else
-                cfg->algorithm[k] = id;
-        }
-    }
-    if (bad)
-        *bad = b;
-    return b ? MPI_ERR_ARG : MPI_SUCCESS;
-}
-
-static int config_valid(const ZMPI_Config *cfg)
-{
-    if (!cfg || zmpi_codec_kind(cfg->codec) < 0)
-        return 0;
-    if (cfg->eb_mode != ZMPI_EB_NONE && cfg->eb_mode != ZMPI_EB_ABS && cfg->eb_mode != ZMPI_EB_REL)
-        return 0;
-    if (cfg->eb_mode != ZMPI_EB_NONE && (!(cfg->eb > 0) || !isfinite(cfg->eb)))
-        return 0;
-    if (cfg->scope != ZMPI_SCOPE_RESULT && cfg->scope != ZMPI_SCOPE_MESSAGE)
-        return 0;
-    if (cfg->threads < 0 || cfg->chunk < 64 || cfg->chunk > (1u << 26))
-        return 0;
-    if (!(cfg->net_bw >= 0) || !(cfg->net_lat >= 0) || !(cfg->comp_speed >= 0) || !(cfg->decomp_speed >= 0) ||
-        !(cfg->ratio >= 0) || !isfinite(cfg->net_bw) || !isfinite(cfg->net_lat) || !isfinite(cfg->comp_speed) ||
-        !isfinite(cfg->decomp_speed) || !isfinite(cfg->ratio))
-        return 0;
-    for (int k = 0; k < ZMPI_COLL_COUNT; k++)
-        if (cfg->algorithm[k] != ZMPI_ALGO_DEFAULT && cfg->algorithm[k] != ZMPI_ALGO_MPI &&
-            !zmpi_coll_algo_get((ZMPI_Coll)k, cfg->algorithm[k]))
-            return 0;
-    return 1;
-}
-
 zmpi_comm_state *zmpi_state(MPI_Comm comm)
 {
     pthread_once(&key_once, make_key);
@@ -313,11 +102,13 @@ zmpi_comm_state *zmpi_state(MPI_Comm comm)
     if (flag)
         return val;
     ZMPI_Config cfg;
-    const char *bad = NULL;
-    ZMPI_Config_from_env(&cfg, &bad);
-    zmpi_comm_state *s = state_new(&cfg, bad);
+    char msg[sizeof ((zmpi_comm_state *)0)->bad] = "";
+    int env_bad = zmpi_config_env(&cfg, NULL, msg, sizeof msg);
+    zmpi_comm_state *s = state_new(&cfg);
     if (!s)
         return NULL;
+    if (env_bad) /* every zmpi call on comm reports it */
+        snprintf(s->bad, sizeof s->bad, "%s", msg);
     if (PMPI_Comm_size(comm, &s->size) != MPI_SUCCESS || PMPI_Comm_test_inter(comm, &s->inter) != MPI_SUCCESS ||
         PMPI_Comm_set_attr(comm, state_key, s) != MPI_SUCCESS) {
         state_free(s);
@@ -326,15 +117,124 @@ zmpi_comm_state *zmpi_state(MPI_Comm comm)
     return s;
 }
 
+/* The settings that decide a collective's path, one 64-bit word each (the
+ * model's five numbers hashed into one); slot BAD_SLOT carries rank + 1 of
+ * a rank whose own settings are invalid. */
+#define AGREE_FIELDS (9 + ZMPI_COLL_COUNT)
+#define BAD_SLOT 8
+static void fingerprint(const ZMPI_Config *c, uint64_t *v)
+{
+    const double d[] = {c->eb, c->net_bw, c->net_lat, c->comp_speed, c->decomp_speed, c->ratio};
+    memset(v, 0, AGREE_FIELDS * sizeof *v);
+    v[0] = (uint64_t)c->codec;
+    v[1] = (uint64_t)c->eb_mode;
+    v[2] = (uint64_t)c->scope;
+    v[3] = (uint64_t)c->threads;
+    v[4] = (uint64_t)c->min_bytes;
+    v[5] = (uint64_t)c->chunk;
+    memcpy(&v[6], &d[0], sizeof d[0]);
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the bits of the model's numbers */
+    const unsigned char *b = (const unsigned char *)&d[1];
+    for (size_t i = 0; i < 5 * sizeof d[0]; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    v[7] = h;
+    for (int k = 0; k < ZMPI_COLL_COUNT; k++)
+        v[9 + k] = (uint64_t)(int64_t)c->algorithm[k];
+}
+
+static const char *field_name(int i)
+{
+    static const char *const names[] = {"ZMPI_CODEC",     "ZMPI_EB_MODE", "ZMPI_EB_SCOPE", "ZMPI_THREADS",
+                                        "ZMPI_MIN_BYTES", "ZMPI_CHUNK",   "ZMPI_EB",
+                                        "the model (ZMPI_NET_BW, ZMPI_NET_LAT, ZMPI_CODEC_SPEED, ZMPI_RATIO)"};
+    return i < BAD_SLOT ? names[i] : "ZMPI_<COLL>_ALGORITHM";
+}
+
+/* Compares cfg across comm's ranks (local_bad: this rank's own settings are
+ * invalid): one allreduce of the fields' maxima and of their complements'
+ * maxima (= minima). Returns 0 if all agree, else -1 with *kind and msg;
+ * the same outcome on every rank. */
+static int compare(const ZMPI_Config *cfg, int local_bad, MPI_Comm comm, int *kind, char *msg, size_t cap)
+{
+    uint64_t v[2 * AGREE_FIELDS], g[2 * AGREE_FIELDS];
+    int rank = 0, algo_said = 0;
+    PMPI_Comm_rank(comm, &rank);
+    fingerprint(cfg, v);
+    for (int i = 0; i < AGREE_FIELDS; i++)
+        v[AGREE_FIELDS + i] = ~v[i];
+    if (local_bad) /* its fields say nothing */
+        memset(v, 0, sizeof v);
+    v[BAD_SLOT] = local_bad ? (uint64_t)rank + 1 : 0;
+    v[AGREE_FIELDS + BAD_SLOT] = 0;
+    int rc = PMPI_Allreduce(v, g, 2 * AGREE_FIELDS, MPI_UINT64_T, MPI_MAX, comm);
+    if (rc != MPI_SUCCESS) {
+        *kind = ZMPI_EK_MISMATCH;
+        snprintf(msg, cap, "could not compare the ranks' settings (MPI error %d)", rc);
+        return -1;
+    }
+    if (g[BAD_SLOT]) {
+        *kind = local_bad ? ZMPI_EK_CONFIG : ZMPI_EK_MISMATCH;
+        if (!local_bad)
+            snprintf(msg, cap, "rank %llu of the communicator has an invalid setting (its error says which)",
+                     (unsigned long long)(g[BAD_SLOT] - 1));
+        return -1;
+    }
+    size_t used = 0;
+    for (int i = 0; i < AGREE_FIELDS && used < cap; i++) {
+        if (i == BAD_SLOT || g[i] == ~g[AGREE_FIELDS + i] || (i > BAD_SLOT && algo_said))
+            continue;
+        algo_said |= i > BAD_SLOT;
+        used += (size_t)snprintf(msg + used, cap - used, "%s%s",
+                                 used ? ", " : "the ranks have different settings: ", field_name(i));
+    }
+    if (!used)
+        return 0;
+    *kind = ZMPI_EK_MISMATCH;
+    if (used < cap)
+        snprintf(msg + used, cap - used, " (collectives need the same on every rank)");
+    return -1;
+}
+
+int zmpi_state_error(const zmpi_comm_state *st)
+{
+    return st->bad[0] ? zmpi_err(ZMPI_EK_CONFIG, "%s", st->bad) : MPI_SUCCESS;
+}
+
+int zmpi_state_agree(zmpi_comm_state *st, MPI_Comm comm)
+{
+    char msg[sizeof st->mismatch] = "";
+    int kind = ZMPI_EK_MISMATCH;
+    if (!st->agreed && !st->inter && st->size > 1 && compare(&st->cfg, st->bad[0] != 0, comm, &kind, msg, sizeof msg))
+        snprintf(st->mismatch, sizeof st->mismatch, "%s", msg);
+    st->agreed = 1;
+    if (st->bad[0])
+        return zmpi_state_error(st);
+    return st->mismatch[0] ? zmpi_err(ZMPI_EK_MISMATCH, "%s", st->mismatch) : MPI_SUCCESS;
+}
+
+/* Collective over comm, like MPI_Comm_set_info: every rank calls it. The
+ * ranks may set different settings for their point-to-point messages (the
+ * messages describe themselves); the collectives on comm then raise an
+ * error on every rank instead of taking different paths. */
 int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg)
 {
-    if (!config_valid(cfg))
-        return MPI_ERR_ARG;
+    char msg[sizeof ((zmpi_comm_state *)0)->mismatch] = "", why[sizeof msg] = "";
+    int kind = ZMPI_EK_MISMATCH, local_bad = zmpi_config_check(cfg, why, sizeof why) != 0, differ = 0;
+    if (comm == MPI_COMM_NULL)
+        return zmpi_raise(MPI_COMM_WORLD, zmpi_err(ZMPI_EK_ARG, "ZMPI_Comm_set_config on MPI_COMM_NULL"));
     zmpi_comm_state *s = zmpi_state(comm);
     if (!s)
-        return MPI_ERR_COMM;
+        return zmpi_raise(comm, MPI_ERR_NO_MEM);
+    if (!s->inter && s->size > 1)
+        differ = compare(local_bad ? &s->cfg : cfg, local_bad, comm, &kind, msg, sizeof msg) != 0;
+    if (local_bad) { /* the old settings stay; the collectives fail here as on the other ranks */
+        snprintf(s->mismatch, sizeof s->mismatch, "ZMPI_Comm_set_config failed on this rank (%s)", why);
+        return zmpi_raise(comm, zmpi_err(ZMPI_EK_CONFIG, "ZMPI_Comm_set_config: %s", why));
+    }
     s->cfg = *cfg;
-    s->env_error = NULL;
+    s->bad[0] = '\0';
+    snprintf(s->mismatch, sizeof s->mismatch, "%s", differ ? msg : "");
+    s->agreed = 1;
     zmpi_scratch_release(&s->scratch); /* the limit may have changed; kept again on demand */
     memset(s->tune_plain, 0, sizeof s->tune_plain); /* measurements belonged to the old settings */
     memset(s->tune_z, 0, sizeof s->tune_z);
@@ -351,7 +251,7 @@ int ZMPI_Comm_get_config(MPI_Comm comm, ZMPI_Config *cfg)
     if (!s)
         return MPI_ERR_COMM;
     *cfg = s->cfg;
-    return MPI_SUCCESS;
+    return zmpi_raise(comm, zmpi_state_error(s)); /* not the configuration the environment asked for */
 }
 
 int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *out)

@@ -1,61 +1,57 @@
 /*
  * Compressed point-to-point calls: ZMPI_Send, ZMPI_Recv, ZMPI_Isend,
- * ZMPI_Irecv, ZMPI_Sendrecv (completion of the nonblocking ones: requests.c).
+ * ZMPI_Irecv, ZMPI_Sendrecv (completion of the nonblocking ones:
+ * requests.c; probes: probe.c).
  *
  * Wire protocol
  * -------------
- * The decision is zmpi_call_begin_p2p's, taken on each end from the
- * communicator's configuration and the datatype only:
+ * Every message of MPI_FLOAT or MPI_DOUBLE data that zmpi sends is ONE MPI
+ * message of bytes, on the user's communicator, peer and tag - so MPI's
+ * matching and non-overtaking order are those of the program, and
+ * MPI_ANY_SOURCE / MPI_ANY_TAG work as with plain MPI. Its bytes are either
  *
- *   compressed  (a bound or lossless codec is configured on the communicator
- *               and the datatype is MPI_FLOAT or MPI_DOUBLE)
+ *   a zmpi stream   when the sender's communicator has compression on, the
+ *                   message is at least ZMPI_MIN_BYTES and the stream is
+ *                   smaller than the raw data; the stream describes itself
+ *                   (magic, version, codec, dtype, element count, bound,
+ *                   header check), or
+ *   the raw data    otherwise (count * element size bytes, as MPI would send
+ *                   them). Raw data that happens to form a valid zmpi stream
+ *                   of exactly its own size is framed as a "stored" stream,
+ *                   so that it cannot be mistaken for one.
  *
- *     sender                                   receiver
- *     stream = zmpi stream of the count        staging = zmpi_block_max(recvcount)
- *              elements (below ZMPI_MIN_BYTES  PMPI_Recv(staging, MPI_BYTE, same
- *              a "stored", uncompressed one)             source / tag / comm)
- *     PMPI_Send(stream, len, MPI_BYTE,  ---->  len = bytes received (status)
- *               dest, tag, comm)               validate header: dtype, count <= recvcount
- *                                              decompress into the user's buffer
- *                                              status: real MPI_SOURCE / MPI_TAG,
- *                                              element count = uncompressed count
+ *     sender                                  receiver (any settings)
+ *     len = stream < raw ? stream : raw       PMPI_Recv(buf, count, <es bytes>)
+ *     PMPI_Send(bytes, len, MPI_BYTE)  ---->  n = bytes received
+ *                                             a valid stream of exactly n bytes?
+ *                                               yes: check dtype and count,
+ *                                                    copy it aside, decode into buf
+ *                                               no:  raw data, already in buf
+ *                                             status: source, tag, and the
+ *                                             element count of the data
  *
- *     Exactly one message per ZMPI message, on the same communicator, peer
- *     and tag, so MPI's matching and non-overtaking order are unchanged:
- *     MPI_ANY_SOURCE / MPI_ANY_TAG receives work as with plain MPI, and
- *     several messages with the same (source, tag) arrive in send order.
- *     The stream describes itself (codec, dtype, count, bound), so sender and
- *     receiver need not agree on sizes, codecs or thresholds: the receiver
- *     only needs a staging buffer of the worst-case stream size, which
- *     depends on its own count alone (a sender's count is <= the receiver's).
- *     A stream holding more elements than recvcount gives MPI_ERR_TRUNCATE
- *     (or PMPI reports MPI_ERR_TRUNCATE itself when the stream is larger than
- *     the staging buffer). Error bound: one compression per message, so
- *     every element is within the configured bound (ABS: eb; REL: eb times
- *     the value range of that message).
+ * The receiver receives straight into the user's buffer (a stream is never
+ * larger than the raw data it replaces, except the framed case above), so a
+ * plain message costs nothing extra and a compressed one costs a copy of its
+ * compressed bytes. The decision to compress is the sender's alone; a
+ * receiver recognises a stream whatever its own settings (no bound, another
+ * codec, compression off), and a sender with compression off still sends
+ * bytes any zmpi receiver reads. A stream with more elements than the
+ * receive count is MPI_ERR_TRUNCATE, a stream of doubles into a float
+ * receive (or the reverse) a type error, an undecodable stream a stream
+ * error - each with a message saying which, raised through the
+ * communicator's error handler. Error bound: one compression per message
+ * (ABS: eb; REL: eb times the value range of that message).
  *
- *   plain       (any other datatype, derived types, no bound configured,
- *               intercommunicators, MPI_PROC_NULL peers)
+ * Other datatypes (integers, derived types, ...) and MPI_PROC_NULL peers:
+ * both ends call the plain PMPI function with the user's arguments.
+ * Messages above INT_MAX bytes are sent raw.
  *
- *     both ends call the plain PMPI function with the user's arguments.
- *
- *   large       a message whose worst-case stream exceeds INT_MAX bytes (the
- *               largest MPI_BYTE count) is sent plain. Each end decides from
- *               its own count, so for messages of that size both ends must
- *               post the same count.
- *
- * Consequences for users: both ends of a message must use zmpi calls (or both
- * plain MPI), with the same communicator configuration as to whether
- * compression is on, and the same datatype classification (MPI_FLOAT /
- * MPI_DOUBLE vs anything else) - which a correct MPI program has anyway.
- * Nonblocking requests returned by ZMPI_Isend / ZMPI_Irecv must be completed
- * with ZMPI_Wait / ZMPI_Waitall / ZMPI_Test (not MPI_Request_free); the
- * MPI_Request is the underlying PMPI request, so MPI_Cancel of a receive
- * works.
- *
- * Errors detected by zmpi itself (truncation after decoding, a corrupt or
- * foreign stream, memory) are returned as MPI error codes; they do not go
- * through the communicator's error handler.
+ * Rules for users: both ends of a float/double message use zmpi (a plain
+ * MPI_Recv would get the stream's bytes); requests from ZMPI_Isend /
+ * ZMPI_Irecv are completed with the ZMPI_ completion calls (requests.c);
+ * messages found by ZMPI_Probe / Iprobe are received with ZMPI_Recv /
+ * Irecv (probe.c).
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -63,275 +59,342 @@
 
 #include "p2p/p2p.h"
 
-void zmpi_p2p_op_free(zmpi_p2p_op *op)
+int zmpi_p2p_is_float(MPI_Datatype type, size_t *es)
 {
-    if (!op)
-        return;
-    zmpi_call_end(&op->call);
-    free(op->staging);
-    free(op);
-}
-
-static int op_new(zmpi_p2p_op **out)
-{
-    zmpi_p2p_op *op = calloc(1, sizeof *op);
-    *out = op;
-    if (!op)
-        return MPI_ERR_NO_MEM;
-    op->req = MPI_REQUEST_NULL;
-    return MPI_SUCCESS;
-}
-
-/* Starts op's zmpi_call. Returns MPI_SUCCESS with *on = 1 when the message
- * is compressed and op->len = the worst-case stream size of count elements,
- * *on = 0 for plain MPI. */
-static int op_begin(zmpi_p2p_op *op, int count, MPI_Datatype type, MPI_Comm comm, int *on)
-{
-    int rc = MPI_SUCCESS;
     zmpi_dtype dt;
-    size_t bytes = zmpi_classify(type, &dt) ? (size_t)count * zmpi_dtype_size(dt) : 0;
-    *on = 0;
-    int r = zmpi_call_begin_p2p(&op->call, comm, type, bytes);
-    if (r == 0)
-        goto fn_exit;
-    if (r != 1) {
-        rc = r;
-        goto fn_fail;
-    }
-    size_t cap = zmpi_block_max(&op->call, (size_t)count);
-    if (cap == 0 || cap > (size_t)INT_MAX) {
-        /* not expressible as one MPI_BYTE message: plain MPI (see "large") */
-        zmpi_call_end(&op->call);
-        goto fn_exit;
-    }
-    op->len = cap;
-    *on = 1;
-fn_exit:
-    return rc;
-fn_fail:
-    goto fn_exit;
+    if (!zmpi_classify(type, &dt))
+        return 0;
+    *es = zmpi_dtype_size(dt);
+    return 1;
 }
 
-/* Common part of send and receive preparation: the decision, the staging
- * buffer; a send compresses sendbuf into it, a receive (is_recv) keeps
- * recvbuf for the decompression. */
-static int prepare(const void *sendbuf, void *recvbuf, int is_recv, int count, MPI_Datatype type, int peer,
-                   MPI_Comm comm, zmpi_p2p_op **out)
+MPI_Datatype zmpi_p2p_bytes_type(size_t es)
 {
-    int rc = MPI_SUCCESS, on = 0;
-    zmpi_p2p_op *op = NULL;
-    *out = NULL;
-    if (count < 0) {
-        rc = MPI_ERR_COUNT;
-        goto fn_fail;
-    }
-    if (peer == MPI_PROC_NULL || comm == MPI_COMM_NULL)
-        goto fn_exit; /* no message (or PMPI reports the error) */
-    rc = op_new(&op);
-    if (rc)
-        goto fn_fail;
-    rc = op_begin(op, count, type, comm, &on);
-    if (rc || !on)
-        goto fn_fail; /* !on: plain MPI, rc == MPI_SUCCESS */
-    if (count > 0 && !(is_recv ? recvbuf : sendbuf)) {
-        rc = MPI_ERR_BUFFER;
-        goto fn_fail;
-    }
-    rc = zmpi_alloc(op->len, &op->staging);
-    if (rc)
-        goto fn_fail;
-    if (is_recv) {
-        op->is_recv = 1;
-        op->buf = recvbuf;
-        op->count = (size_t)count;
-    } else {
-        ptrdiff_t len = zmpi_block_compress(&op->call, sendbuf, (size_t)count, op->staging, op->len);
-        if (len < 0) {
-            rc = MPI_ERR_INTERN; /* cannot happen: the capacity is the worst case */
-            goto fn_fail;
-        }
-        op->len = (size_t)len;
-    }
-    *out = op;
-fn_exit:
-    return rc;
-fn_fail:
-    zmpi_p2p_op_free(op);
-    goto fn_exit;
+    zmpi_proc *p = zmpi_proc_get();
+    if (!p)
+        return MPI_DATATYPE_NULL;
+    return es == 4 ? p->bytes4 : p->bytes8;
 }
 
-int zmpi_p2p_send_prepare(const void *buf, int count, MPI_Datatype type, int dest, MPI_Comm comm,
-                          zmpi_p2p_op **op)
+size_t zmpi_p2p_status_bytes(const MPI_Status *st)
 {
-    return prepare(buf, NULL, 0, count, type, dest, comm, op);
+    int n = 0;
+    if (PMPI_Get_count(st, MPI_BYTE, &n) == MPI_SUCCESS && n != MPI_UNDEFINED)
+        return n < 0 ? 0 : (size_t)n;
+    MPI_Count x = 0; /* beyond INT_MAX bytes (SimGrid's SMPI lacks the _x call; it never gets here) */
+    if (PMPI_Get_elements_x(st, MPI_BYTE, &x) != MPI_SUCCESS || x < 0)
+        return 0;
+    return (size_t)x;
 }
 
-int zmpi_p2p_recv_prepare(void *buf, int count, MPI_Datatype type, int source, MPI_Comm comm,
-                          zmpi_p2p_op **op)
+static const char *type_name(zmpi_dtype dt)
 {
-    return prepare(NULL, buf, 1, count, type, source, comm, op);
+    return dt == ZMPI_FLOAT ? "MPI_FLOAT" : dt == ZMPI_DOUBLE ? "MPI_DOUBLE" : "bytes";
 }
 
-/* Status of a failed receive: the real source and tag, no elements. */
-static void status_failed(const MPI_Status *got, MPI_Datatype type, MPI_Status *status)
+/* 1 if data[0..n) is a whole zmpi stream (header valid, size exactly n). */
+static int is_stream(const void *data, size_t n, zmpi_stream_info *info)
 {
-    if (status == MPI_STATUS_IGNORE)
-        return;
-    if (status != got)
-        *status = *got;
-    PMPI_Status_set_elements(status, type, 0);
+    static const char magic[4] = {'Z', 'M', 'P', 'I'};
+    if (n < sizeof magic || memcmp(data, magic, sizeof magic))
+        return 0;
+    return zmpi_stream_info_get(data, n, info) == ZMPI_OK && info->stream_size == n;
 }
 
-int zmpi_p2p_finish(zmpi_p2p_op *op, const MPI_Status *got, MPI_Status *status)
+int zmpi_p2p_deliver(const void *data, size_t nbytes, void *buf, int count, MPI_Datatype type, MPI_Comm comm,
+                     MPI_Status *st)
 {
-    int rc = MPI_SUCCESS, cancelled = 0, nbytes = 0;
-    MPI_Status st = *got;
     zmpi_stream_info info;
-    if (!op->is_recv)
+    zmpi_dtype dt;
+    zmpi_classify(type, &dt);
+    size_t es = zmpi_dtype_size(dt), cap = (size_t)count * es;
+    if (!is_stream(data, nbytes, &info)) {
+        /* raw data (MPI itself reports a message larger than the buffer) */
+        if (nbytes > cap)
+            return zmpi_err(ZMPI_EK_TRUNCATE, "a message of %zu bytes reached a receive of %d %s", nbytes, count,
+                            type_name(dt));
+        if (data != buf)
+            memcpy(buf, data, nbytes);
+        PMPI_Status_set_elements_x(st, MPI_BYTE, (MPI_Count)nbytes);
+        return MPI_SUCCESS;
+    }
+    if (info.dtype != dt)
+        return zmpi_err(ZMPI_EK_TYPE, "a compressed message of %llu %s reached a receive of %s",
+                        (unsigned long long)info.count, type_name(info.dtype), type_name(dt));
+    if (info.count > (uint64_t)count)
+        return zmpi_err(ZMPI_EK_TRUNCATE, "a compressed message of %llu %s reached a receive of %d",
+                        (unsigned long long)info.count, type_name(dt), count);
+    int rc = MPI_SUCCESS;
+    void *copy = NULL;
+    zmpi_ctx *ctx = zmpi_ctx_create();
+    if (!ctx)
+        return MPI_ERR_NO_MEM;
+    if (data == buf) { /* the stream sits where its elements go: decode from a copy */
+        copy = malloc(nbytes);
+        if (!copy) {
+            rc = MPI_ERR_NO_MEM;
+            goto fn_exit;
+        }
+        memcpy(copy, data, nbytes);
+        data = copy;
+    }
+    zmpi_comm_state *s = zmpi_state(comm);
+    if (s && s->cfg.threads != 1)
+        zmpi_ctx_set_param(ctx, ZMPI_P_THREADS, s->cfg.threads);
+    ptrdiff_t r = zmpi_decompress(ctx, data, nbytes, buf, cap);
+    if (r != (ptrdiff_t)(info.count * es)) {
+        rc = zmpi_err(ZMPI_EK_STREAM, "a compressed message of %llu %s from rank %d, tag %d cannot be decoded: %s",
+                      (unsigned long long)info.count, type_name(dt), st->MPI_SOURCE, st->MPI_TAG,
+                      r < 0 ? zmpi_strerror((int)r) : "wrong size");
         goto fn_exit;
-    rc = PMPI_Test_cancelled(&st, &cancelled);
-    if (rc || cancelled)
-        goto fn_exit;
-    rc = PMPI_Get_count(&st, MPI_BYTE, &nbytes);
-    if (rc)
-        goto fn_fail;
-    if (nbytes < 0 || (size_t)nbytes > op->len ||
-        zmpi_stream_info_get(op->staging, (size_t)nbytes, &info) != ZMPI_OK) {
-        rc = MPI_ERR_OTHER; /* not a zmpi stream: did the sender use plain MPI? */
-        goto fn_fail;
     }
-    if (info.dtype != op->call.dt) {
-        rc = MPI_ERR_TYPE; /* MPI_FLOAT sent, MPI_DOUBLE received or vice versa */
-        goto fn_fail;
-    }
-    if (info.count > op->count) {
-        rc = MPI_ERR_TRUNCATE;
-        goto fn_fail;
-    }
-    rc = zmpi_block_decompress(&op->call, op->staging, (size_t)nbytes, op->buf, (size_t)info.count);
-    if (rc)
-        goto fn_fail;
-    rc = PMPI_Status_set_elements(&st, op->call.type, (int)info.count);
-    if (rc)
-        goto fn_fail;
+    PMPI_Status_set_elements_x(st, type, (MPI_Count)info.count);
 fn_exit:
-    if (status != MPI_STATUS_IGNORE)
-        *status = st;
-    zmpi_p2p_op_free(op);
+    free(copy);
+    zmpi_ctx_free(ctx);
     return rc;
-fn_fail:
-    status_failed(got, op->call.type, &st);
-    goto fn_exit;
+}
+
+/* ---- sending ---- */
+
+/* What to send for (buf, count, type) on comm: *out / *len bytes (MPI_BYTE)
+ * and *owned = the buffer to free afterwards, or *out == NULL for the plain
+ * PMPI call with the user's arguments. Returns MPI_SUCCESS or an error (not
+ * raised). */
+static int send_prepare(const void *buf, int count, MPI_Datatype type, int peer, MPI_Comm comm, const void **out,
+                        int *len, void **owned)
+{
+    zmpi_call c;
+    size_t es;
+    *out = NULL;
+    *owned = NULL;
+    if (count < 0)
+        return MPI_ERR_COUNT; /* raised by the caller, as MPI would */
+    if (peer == MPI_PROC_NULL || comm == MPI_COMM_NULL)
+        return MPI_SUCCESS;
+    if (!zmpi_p2p_is_float(type, &es))
+        return zmpi_p2p_count(comm, type, 0);
+    size_t raw = (size_t)count * es;
+    if (raw > (size_t)INT_MAX)
+        return MPI_SUCCESS; /* raw: one MPI_BYTE message cannot hold it, the receiver takes any size */
+    if (count > 0 && !buf)
+        return MPI_ERR_BUFFER;
+    int on = zmpi_call_begin_p2p(&c, comm, type, raw);
+    if (on == ZMPI_CALL_ERR)
+        return c.err;
+    int rc = MPI_SUCCESS;
+    zmpi_stream_info info;
+    if (on == ZMPI_CALL_ON && raw >= c.min_bytes && raw > 0) {
+        size_t cap = zmpi_block_max(&c, (size_t)count);
+        rc = zmpi_alloc(cap, owned);
+        if (rc)
+            goto fn_exit;
+        ptrdiff_t l = zmpi_compress(c.ctx, buf, (size_t)count, c.dt, *owned, cap);
+        if (l > 0 && (size_t)l < raw) { /* a stream only where it is smaller than the data */
+            zmpi_stat_sent(&c, raw, (size_t)l);
+            *out = *owned;
+            *len = (int)l;
+            goto fn_exit;
+        }
+        if (l < 0)
+            atomic_fetch_add(&c.st->codec_errors, 1);
+        free(*owned);
+        *owned = NULL;
+    }
+    *out = buf;
+    *len = (int)raw;
+    if (is_stream(buf, raw, &info)) {
+        /* raw data that reads as a stream of its own size: frame it, so
+         * that no receiver decodes it */
+        zmpi_ctx *st = zmpi_ctx_create();
+        size_t cap = st ? zmpi_max_compressed_size(st, (size_t)count, info.dtype) : 0;
+        rc = st ? zmpi_ctx_set_codec(st, ZMPI_CODEC_STORED) == ZMPI_OK ? zmpi_alloc(cap, owned) : MPI_ERR_INTERN
+                : MPI_ERR_NO_MEM;
+        ptrdiff_t l = rc ? -1 : zmpi_compress(st, buf, (size_t)count, es == 4 ? ZMPI_FLOAT : ZMPI_DOUBLE, *owned, cap);
+        zmpi_ctx_free(st);
+        if (!rc && (l < 0 || (size_t)l > (size_t)INT_MAX))
+            rc = MPI_ERR_INTERN;
+        if (rc)
+            goto fn_exit;
+        *out = *owned;
+        *len = (int)l;
+    }
+fn_exit:
+    if (on == ZMPI_CALL_ON)
+        zmpi_call_end(&c);
+    if (rc) {
+        free(*owned);
+        *owned = NULL;
+    }
+    return rc;
 }
 
 int ZMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-    zmpi_p2p_op *op = NULL;
-    int rc = zmpi_p2p_send_prepare(buf, count, datatype, dest, comm, &op);
+    const void *out;
+    void *owned;
+    int len = 0;
+    zmpi_p2p_reap();
+    int rc = send_prepare(buf, count, datatype, dest, comm, &out, &len, &owned);
     if (rc)
-        goto fn_fail;
-    if (op)
-        rc = PMPI_Send(op->staging, (int)op->len, MPI_BYTE, dest, tag, comm);
+        return zmpi_raise(comm, rc);
+    if (out)
+        rc = PMPI_Send(out, len, MPI_BYTE, dest, tag, comm);
     else
         rc = PMPI_Send(buf, count, datatype, dest, tag, comm);
-    if (rc)
-        goto fn_fail;
-fn_exit:
-    zmpi_p2p_op_free(op);
+    free(owned);
     return rc;
-fn_fail:
-    goto fn_exit;
 }
 
-int ZMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
-              MPI_Status *status)
+/* Isend without raising: *raised = 1 when the error came from MPI (which
+ * raised it). quiet: the operation's own completion errors are not raised
+ * either (ZMPI_Sendrecv reports them once). */
+static int isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int quiet,
+                 MPI_Request *request, int *raised)
 {
+    const void *out;
+    void *owned;
+    int len = 0;
     zmpi_p2p_op *op = NULL;
-    MPI_Status got;
-    memset(&got, 0, sizeof got);
-    int rc = zmpi_p2p_recv_prepare(buf, count, datatype, source, comm, &op);
+    *raised = 0;
+    if (!request)
+        return zmpi_err(ZMPI_EK_REQUEST, "ZMPI_Isend: request is NULL");
+    int rc = send_prepare(buf, count, datatype, dest, comm, &out, &len, &owned);
     if (rc)
-        goto fn_fail;
-    if (!op) {
-        rc = PMPI_Recv(buf, count, datatype, source, tag, comm, status);
-        goto fn_exit;
+        return rc;
+    if (!out) {
+        *raised = 1;
+        return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
     }
-    rc = PMPI_Recv(op->staging, (int)op->len, MPI_BYTE, source, tag, comm, &got);
+    rc = zmpi_p2p_op_new(comm, 0, &op);
     if (rc) {
-        status_failed(&got, datatype, status);
-        goto fn_fail;
+        free(owned);
+        return rc;
     }
-    rc = zmpi_p2p_finish(op, &got, status);
-    op = NULL;
-fn_exit:
-    return rc;
-fn_fail:
-    zmpi_p2p_op_free(op);
-    goto fn_exit;
+    op->stream = owned;
+    op->quiet = quiet;
+    rc = PMPI_Isend(out, len, MPI_BYTE, dest, tag, comm, &op->req);
+    if (rc) {
+        zmpi_p2p_op_discard(op);
+        *raised = 1;
+        return rc;
+    }
+    zmpi_p2p_register(op);
+    *request = op->greq;
+    return MPI_SUCCESS;
 }
 
 int ZMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                MPI_Request *request)
 {
-    zmpi_p2p_op *op = NULL;
-    int rc = request ? MPI_SUCCESS : MPI_ERR_REQUEST;
-    if (rc)
-        goto fn_fail;
-    rc = zmpi_p2p_send_prepare(buf, count, datatype, dest, comm, &op);
-    if (rc)
-        goto fn_fail;
-    if (!op) {
-        rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
-        goto fn_exit;
+    int raised;
+    zmpi_p2p_reap();
+    int rc = isend(buf, count, datatype, dest, tag, comm, 0, request, &raised);
+    return raised ? rc : zmpi_raise(comm, rc);
+}
+
+/* ---- receiving ---- */
+
+/* Checks a float/double receive before it is posted: the settings (a
+ * malformed one is an error on every call), the arguments. */
+static int recv_check(void *buf, int count, MPI_Datatype type, size_t es, MPI_Comm comm)
+{
+    if (count < 0)
+        return MPI_ERR_COUNT;
+    if (count > 0 && !buf)
+        return MPI_ERR_BUFFER;
+    return zmpi_p2p_count(comm, type, (size_t)count * es);
+}
+
+int ZMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Status *status)
+{
+    MPI_Status st;
+    size_t es;
+    int rc;
+    zmpi_p2p_reap();
+    if (source == MPI_PROC_NULL || comm == MPI_COMM_NULL)
+        return PMPI_Recv(buf, count, datatype, source, tag, comm, status);
+    if (zmpi_p2p_take_kept(comm, source, tag, buf, count, datatype, &rc, &st))
+        goto fn_exit; /* a message a probe took out of MPI's queue */
+    if (!zmpi_p2p_is_float(datatype, &es)) {
+        rc = zmpi_p2p_count(comm, datatype, 0);
+        return rc ? zmpi_raise(comm, rc) : PMPI_Recv(buf, count, datatype, source, tag, comm, status);
     }
-    rc = zmpi_p2p_registry_ready();
+    rc = recv_check(buf, count, datatype, es, comm);
     if (rc)
-        goto fn_fail;
-    rc = PMPI_Isend(op->staging, (int)op->len, MPI_BYTE, dest, tag, comm, &op->req);
-    if (rc)
-        goto fn_fail;
-    *request = op->req;
-    zmpi_p2p_register(op);
+        return zmpi_raise(comm, rc);
+    rc = PMPI_Recv(buf, count, zmpi_p2p_bytes_type(es), source, tag, comm, &st);
+    if (rc) {
+        if (status != MPI_STATUS_IGNORE)
+            *status = st;
+        return rc; /* MPI raised it */
+    }
+    rc = zmpi_p2p_deliver(buf, zmpi_p2p_status_bytes(&st), buf, count, datatype, comm, &st);
 fn_exit:
-    return rc;
-fn_fail:
-    zmpi_p2p_op_free(op);
-    goto fn_exit;
+    if (rc)
+        PMPI_Status_set_elements(&st, MPI_BYTE, 0);
+    if (status != MPI_STATUS_IGNORE)
+        *status = st;
+    return zmpi_raise(comm, rc);
+}
+
+/* Irecv without raising (as isend). */
+static int irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, int quiet,
+                 MPI_Request *request, int *raised)
+{
+    zmpi_p2p_op *op = NULL;
+    MPI_Status st;
+    size_t es;
+    int rc, kept_rc;
+    *raised = 0;
+    if (!request)
+        return zmpi_err(ZMPI_EK_REQUEST, "ZMPI_Irecv: request is NULL");
+    *raised = 1;
+    if (source == MPI_PROC_NULL || comm == MPI_COMM_NULL)
+        return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
+    *raised = 0;
+    int is_float = zmpi_p2p_is_float(datatype, &es);
+    rc = is_float ? recv_check(buf, count, datatype, es, comm) : zmpi_p2p_count(comm, datatype, 0);
+    if (!rc)
+        rc = zmpi_p2p_op_new(comm, 1, &op);
+    if (rc)
+        return rc;
+    op->buf = buf;
+    op->count = count;
+    op->type = datatype;
+    op->quiet = quiet;
+    if (zmpi_p2p_take_kept(comm, source, tag, buf, count, datatype, &kept_rc, &st)) {
+        zmpi_p2p_op_done(op, &st, kept_rc); /* complete already; its error comes at completion */
+    } else if (!is_float) {
+        zmpi_p2p_op_discard(op);
+        *raised = 1;
+        return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
+    } else {
+        rc = PMPI_Irecv(buf, count, zmpi_p2p_bytes_type(es), source, tag, comm, &op->req);
+        if (rc) {
+            zmpi_p2p_op_discard(op);
+            *raised = 1;
+            return rc;
+        }
+    }
+    zmpi_p2p_register(op);
+    *request = op->greq;
+    return MPI_SUCCESS;
 }
 
 int ZMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                MPI_Request *request)
 {
-    zmpi_p2p_op *op = NULL;
-    int rc = request ? MPI_SUCCESS : MPI_ERR_REQUEST;
-    if (rc)
-        goto fn_fail;
-    rc = zmpi_p2p_recv_prepare(buf, count, datatype, source, comm, &op);
-    if (rc)
-        goto fn_fail;
-    if (!op) {
-        rc = PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
-        goto fn_exit;
-    }
-    rc = zmpi_p2p_registry_ready();
-    if (rc)
-        goto fn_fail;
-    rc = PMPI_Irecv(op->staging, (int)op->len, MPI_BYTE, source, tag, comm, &op->req);
-    if (rc)
-        goto fn_fail;
-    *request = op->req;
-    zmpi_p2p_register(op);
-fn_exit:
-    return rc;
-fn_fail:
-    zmpi_p2p_op_free(op);
-    goto fn_exit;
+    int raised;
+    zmpi_p2p_reap();
+    int rc = irecv(buf, count, datatype, source, tag, comm, 0, request, &raised);
+    return raised ? rc : zmpi_raise(comm, rc);
 }
 
 /*
  * Sendrecv = Irecv + Isend + Waitall: deadlock-free for any pairing (also a
- * rank with itself), whichever of the two messages is compressed. The
- * receive is posted first so that a failure to start the send can cancel it.
+ * rank with itself), whichever of the two messages is compressed.
  */
 int ZMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
                   void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
@@ -339,38 +402,30 @@ int ZMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int
 {
     MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     MPI_Status sts[2];
-    int rc = MPI_SUCCESS;
-    if (source != MPI_PROC_NULL) {
-        rc = ZMPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[1]);
-        if (rc)
-            goto fn_fail;
+    int raised = 0, rc;
+    zmpi_p2p_reap();
+    /* quiet operations: their errors come back here and are raised once */
+    rc = irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, 1, &reqs[1], &raised);
+    if (rc == MPI_SUCCESS)
+        rc = isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, 1, &reqs[0], &raised);
+    if (rc == MPI_SUCCESS) {
+        rc = zmpi_p2p_waitall(2, reqs, sts, &raised);
+        if (rc != MPI_SUCCESS) {
+            int cls = rc;
+            PMPI_Error_class(rc, &cls);
+            if (cls == MPI_ERR_IN_STATUS)
+                for (int i = 1; i >= 0; i--)
+                    if (sts[i].MPI_ERROR != MPI_SUCCESS && sts[i].MPI_ERROR != MPI_ERR_PENDING)
+                        rc = sts[i].MPI_ERROR;
+        }
+        if (status != MPI_STATUS_IGNORE)
+            *status = sts[1];
+        if (rc == MPI_SUCCESS && source == MPI_PROC_NULL) /* the status MPI_Sendrecv gives (MPI_PROC_NULL, MPI_ANY_TAG, 0) */
+            rc = PMPI_Recv(recvbuf, recvcount, recvtype, MPI_PROC_NULL, recvtag, comm, status);
+    } else if (reqs[1] != MPI_REQUEST_NULL) { /* the send did not start: take the receive back */
+        int r2;
+        ZMPI_Cancel(&reqs[1]);
+        zmpi_p2p_waitall(1, &reqs[1], MPI_STATUSES_IGNORE, &r2);
     }
-    rc = ZMPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &reqs[0]);
-    if (rc)
-        goto fn_cancel;
-    rc = ZMPI_Waitall(2, reqs, sts);
-    if (status != MPI_STATUS_IGNORE)
-        *status = sts[1];
-    if (rc)
-        goto fn_in_status;
-    if (source == MPI_PROC_NULL) /* the status MPI_Sendrecv gives (MPI_PROC_NULL, MPI_ANY_TAG, 0) */
-        rc = PMPI_Recv(recvbuf, recvcount, recvtype, MPI_PROC_NULL, recvtag, comm, status);
-fn_exit:
-    return rc;
-fn_in_status: {
-    /* report the error of the failed half, as MPI_Sendrecv does */
-    int cls = rc;
-    PMPI_Error_class(rc, &cls);
-    if (cls == MPI_ERR_IN_STATUS)
-        for (int i = 1; i >= 0; i--)
-            if (sts[i].MPI_ERROR != MPI_SUCCESS && sts[i].MPI_ERROR != MPI_ERR_PENDING)
-                rc = sts[i].MPI_ERROR;
-    goto fn_exit;
-}
-fn_cancel:
-    if (reqs[1] != MPI_REQUEST_NULL && PMPI_Cancel(&reqs[1]) == MPI_SUCCESS)
-        ZMPI_Wait(&reqs[1], MPI_STATUS_IGNORE);
-    goto fn_exit;
-fn_fail:
-    goto fn_exit;
+    return raised ? rc : zmpi_raise(comm, rc);
 }

@@ -1,10 +1,12 @@
 /*
- * Private interface of the point-to-point layer: one compressed message in
- * flight (a "pending operation"), and the registry that maps the MPI_Request
- * handed to the user to its pending operation.
+ * Private interface of the point-to-point layer.
  *
- * p2p.c     ZMPI_Send / Recv / Isend / Irecv / Sendrecv and the wire protocol
- * requests.c the registry and ZMPI_Wait / Waitall / Test
+ * p2p.c      ZMPI_Send / Recv / Isend / Irecv / Sendrecv and the wire protocol
+ * requests.c zmpi's requests (generalized requests) and their completion:
+ *            ZMPI_Wait, Waitall, Waitany, Waitsome, Test, Testall, Testany,
+ *            Testsome, Request_free, Cancel
+ * probe.c    ZMPI_Probe, Iprobe, Mprobe, Improbe, Mrecv, Imrecv, Get_count
+ *            and the messages they took out of MPI's queues
  */
 #ifndef ZMPI_P2P_H
 #define ZMPI_P2P_H
@@ -13,49 +15,70 @@
 
 #include "core/core.h"
 
-/* One compressed send or receive between its start and its completion. */
+/* One nonblocking send or receive between its start and its completion.
+ * The user holds `greq`, a generalized request that only zmpi completes, so
+ * its handle value cannot be reused by MPI while the operation lives. */
 typedef struct zmpi_p2p_op {
     struct zmpi_p2p_op *next; /* registry list */
-    MPI_Request req;          /* the underlying PMPI request (nonblocking only) */
+    MPI_Request greq;         /* the user's handle */
+    MPI_Request req;          /* the underlying PMPI request; MPI_REQUEST_NULL when there is none */
+    MPI_Comm comm;            /* the user's communicator (errors are raised on it) */
     int is_recv;
-    zmpi_call call;           /* owns the codec contexts until completion */
-    unsigned char *staging;   /* the zmpi stream (send) or the worst-case receive buffer */
-    size_t len;               /* send: stream bytes; receive: staging capacity */
+    int detached;             /* ZMPI_Request_free'd: completed by later zmpi calls */
+    int finished;             /* the underlying transfer is over and the result below is final */
+    int quiet;                /* completion errors are not raised (ZMPI_Sendrecv raises them once) */
+    int collecting;           /* a zmpi completion call is collecting it: the query returns success */
     void *buf;                /* receive: the user's buffer */
-    size_t count;             /* receive: the user's count (elements) */
+    int count;                /* receive: the user's count */
+    MPI_Datatype type;        /* receive: the user's datatype */
+    void *stream;             /* send: the compressed stream (freed at completion) */
+    MPI_Status status;        /* the final status (source, tag, elements, cancelled) */
+    int err;                  /* the final error (MPI_SUCCESS, or a code of zmpi's) */
 } zmpi_p2p_op;
 
-/* Prepares a send: returns MPI_SUCCESS with *op == NULL when the message goes
- * as plain MPI, or with a new operation whose staging holds the stream to
- * send as MPI_BYTE (op->len bytes, <= INT_MAX). */
-int zmpi_p2p_send_prepare(const void *buf, int count, MPI_Datatype type, int dest, MPI_Comm comm,
-                          zmpi_p2p_op **op);
-/* Prepares a receive: *op == NULL for plain MPI, else a new operation with a
- * staging buffer of op->len (<= INT_MAX) bytes to receive MPI_BYTE into. */
-int zmpi_p2p_recv_prepare(void *buf, int count, MPI_Datatype type, int source, MPI_Comm comm,
-                          zmpi_p2p_op **op);
-/* Completes an operation whose underlying transfer finished with status
- * *got: a receive is validated and decompressed into the user's buffer and
- * *status (unless MPI_STATUS_IGNORE; it may equal got) gets the real source,
- * tag and the uncompressed element count. A send copies *got. Frees op.
- * Returns MPI_SUCCESS, MPI_ERR_TRUNCATE, MPI_ERR_TYPE (float/double
- * mismatch) or MPI_ERR_OTHER (not a valid zmpi stream). */
-int zmpi_p2p_finish(zmpi_p2p_op *op, const MPI_Status *got, MPI_Status *status);
-/* Releases an operation without completing it (its transfer must be over). */
-void zmpi_p2p_op_free(zmpi_p2p_op *op);
+/* ---- p2p.c ---- */
 
-/* ---- registry (requests.c) ---- */
+/* 1 if a receive of `type` goes through zmpi's receive path (MPI_FLOAT and
+ * MPI_DOUBLE, whatever the communicator's settings: a compressed message
+ * must be recognised by any receiver), with *es the element size. */
+int zmpi_p2p_is_float(MPI_Datatype type, size_t *es);
+/* The datatype a float/double receive uses: es contiguous MPI_BYTEs, so that
+ * raw data and compressed streams (both sent as bytes) match it and counts
+ * beyond INT_MAX bytes work. */
+MPI_Datatype zmpi_p2p_bytes_type(size_t es);
+/* Finishes a float/double receive of (buf, count, type) whose message (raw
+ * data or a zmpi stream, `nbytes` bytes) is at `data` - which is buf itself
+ * when it was received there, or a kept message (probe.c). Decodes a
+ * stream into buf, or copies raw data; sets *st's element count. Returns
+ * MPI_SUCCESS or a zmpi error code (not raised). */
+int zmpi_p2p_deliver(const void *data, size_t nbytes, void *buf, int count, MPI_Datatype type, MPI_Comm comm,
+                     MPI_Status *st);
+/* The bytes of a received message, from its status. */
+size_t zmpi_p2p_status_bytes(const MPI_Status *st);
 
-/* Reserves the registry before a request is posted (so that registering
- * cannot fail afterwards). Returns MPI_SUCCESS or an MPI error code. */
-int zmpi_p2p_registry_ready(void);
-/* Registers op under op->req (after zmpi_p2p_registry_ready succeeded). */
+/* ---- requests.c ---- */
+
+/* A new operation with its generalized request. MPI_SUCCESS or an error. */
+int zmpi_p2p_op_new(MPI_Comm comm, int is_recv, zmpi_p2p_op **out);
+/* Registers op (its greq becomes the user's handle). */
 void zmpi_p2p_register(zmpi_p2p_op *op);
-/* Removes and returns the operations of reqs[0..n) (ops[i] = NULL for plain
- * requests); returns how many were found. The caller owns them until it
- * finishes them or gives them back with zmpi_p2p_reattach. */
-int zmpi_p2p_detach(int n, const MPI_Request *reqs, zmpi_p2p_op **ops);
-/* Gives back an operation whose request is still pending. */
-void zmpi_p2p_reattach(zmpi_p2p_op *op);
+/* Releases an operation that was never registered. */
+void zmpi_p2p_op_discard(zmpi_p2p_op *op);
+/* Marks op finished with its status and error (a receive satisfied at once,
+ * e.g. from a kept message) and completes its generalized request. */
+void zmpi_p2p_op_done(zmpi_p2p_op *op, const MPI_Status *st, int err);
+/* ZMPI_Waitall without raising errors: *raised = 1 when the error was
+ * raised already (by MPI, or by an operation's own completion). */
+int zmpi_p2p_waitall(int count, MPI_Request *requests, MPI_Status *statuses, int *raised);
+/* Completes detached operations whose transfers are over. */
+void zmpi_p2p_reap(void);
+
+/* ---- probe.c ---- */
+
+/* Takes the oldest kept message of comm matching (source, tag) and delivers
+ * it into (buf, count, type): returns 1 (with *rc and *st set) if there was
+ * one, 0 if none. */
+int zmpi_p2p_take_kept(MPI_Comm comm, int source, int tag, void *buf, int count, MPI_Datatype type, int *rc,
+                       MPI_Status *st);
 
 #endif

@@ -1,298 +1,630 @@
 /*
- * Pending compressed operations and their completion: ZMPI_Wait,
- * ZMPI_Waitall, ZMPI_Test.
+ * zmpi's requests and their completion: ZMPI_Wait, Waitall, Waitany,
+ * Waitsome, Test, Testall, Testany, Testsome, Request_free, Cancel.
  *
- * The MPI_Request handed to the user is the underlying PMPI request of the
- * staging buffer. A registry maps it to its pending operation (staging
- * buffer, user buffer and count, the zmpi_call with its codec contexts).
- * The registry is a context, not a global: it is an attribute of
- * MPI_COMM_SELF (keyval and registry created once, under pthread_once), so
- * MPI frees it - and any operation never completed - in MPI_Finalize. A
+ * A ZMPI_Isend / ZMPI_Irecv of float or double data hands the user a
+ * generalized request (MPI_Grequest_start) that zmpi completes once the
+ * underlying PMPI request is over and, for a receive, the message is
+ * decoded. The handle stays allocated until a completion call frees it, so
+ * MPI cannot give its value to another request meanwhile: the registry that
+ * maps handles to pending operations can never match a stale entry. Other
+ * requests (plain MPI ones, zmpi calls that ran as plain MPI) are MPI's own
+ * and pass through.
+ *
+ * Which calls complete a zmpi request:
+ *   - the ZMPI_ completion calls above, with any mix of zmpi and plain
+ *     requests (they drive the underlying transfers);
+ *   - under MPICH also MPI's own calls (MPI_Wait, MPI_Test, MPI_Waitall,
+ *     ...): the request is an extended generalized request whose poll and
+ *     wait functions drive the transfer;
+ *   - under other MPI libraries MPI's own calls never complete it (MPI_Test
+ *     keeps returning false, MPI_Wait blocks): use the ZMPI_ calls.
+ *
+ * A request freed with ZMPI_Request_free is completed by later zmpi
+ * point-to-point calls (and its buffers released in MPI_Finalize at the
+ * latest). The registry lives in the process context (core/proc.c); a
  * mutex protects it for MPI_THREAD_MULTIPLE programs.
- *
- * An operation leaves the registry before its request is completed (detach)
- * and only comes back if the request is still pending (Test with flag 0, an
- * error in Waitall). So the registry only holds live requests, and a handle
- * value that MPI reuses after completion can never find a stale operation.
- * Lookups compare handles with == (all MPI guarantees for handles); the
- * list is linear, which is cheap for the tens to thousands of requests that
- * programs keep in flight.
- *
- * Requests that are not in the registry (plain MPI ones, MPI_REQUEST_NULL)
- * go straight to PMPI_Wait / PMPI_Waitall / PMPI_Test.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "p2p/p2p.h"
 
-typedef struct p2p_registry {
-    pthread_mutex_t mu;
-    zmpi_p2p_op *head;
-} p2p_registry;
+#if defined(MPICH) && defined(MPICH_NUMVERSION)
+#define ZMPI_HAVE_GREQX 1 /* MPIX_Grequest_start: MPI's own calls can complete our requests */
+#endif
 
-static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
-static int registry_key = MPI_KEYVAL_INVALID; /* written once under registry_once */
+/* ---- the registry ---- */
 
-/* Runs in MPI_Finalize (or if MPI_COMM_SELF's attribute is deleted). */
-static int registry_delete(MPI_Comm comm, int key, void *val, void *extra)
+static void ops_free_all(void *head)
 {
-    (void)comm;
-    (void)key;
-    (void)extra;
-    p2p_registry *r = val;
-    while (r->head) {
-        zmpi_p2p_op *op = r->head;
-        r->head = op->next;
-        zmpi_p2p_op_free(op); /* never completed by the program */
+    for (zmpi_p2p_op *op = head, *next; op; op = next) {
+        next = op->next;
+        free(op->stream); /* never completed by the program */
+        free(op);
     }
-    pthread_mutex_destroy(&r->mu);
-    free(r);
-    return MPI_SUCCESS;
 }
 
-static void registry_create(void)
+static void unlink_op(zmpi_proc *p, zmpi_p2p_op *op)
 {
-    int key = MPI_KEYVAL_INVALID;
-    p2p_registry *r = calloc(1, sizeof *r);
-    if (!r)
-        return;
-    if (pthread_mutex_init(&r->mu, NULL)) {
-        free(r);
-        return;
-    }
-    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, registry_delete, &key, NULL) != MPI_SUCCESS) {
-        pthread_mutex_destroy(&r->mu);
-        free(r);
-        return;
-    }
-    if (PMPI_Comm_set_attr(MPI_COMM_SELF, key, r) != MPI_SUCCESS) {
-        pthread_mutex_destroy(&r->mu);
-        free(r);
-        PMPI_Comm_free_keyval(&key);
-        return;
-    }
-    registry_key = key;
-}
-
-/* The registry, or NULL if it could not be created (or MPI is finalized). */
-static p2p_registry *registry(void)
-{
-    void *val = NULL;
-    int flag = 0;
-    pthread_once(&registry_once, registry_create);
-    if (registry_key == MPI_KEYVAL_INVALID)
-        return NULL;
-    if (PMPI_Comm_get_attr(MPI_COMM_SELF, registry_key, &val, &flag) != MPI_SUCCESS || !flag)
-        return NULL;
-    return val;
-}
-
-int zmpi_p2p_registry_ready(void)
-{
-    return registry() ? MPI_SUCCESS : MPI_ERR_INTERN;
+    pthread_mutex_lock(&p->mu);
+    for (zmpi_p2p_op **pp = (zmpi_p2p_op **)&p->ops; *pp; pp = &(*pp)->next)
+        if (*pp == op) {
+            *pp = op->next;
+            break;
+        }
+    if (op->detached)
+        p->ndetached--;
+    pthread_mutex_unlock(&p->mu);
 }
 
 void zmpi_p2p_register(zmpi_p2p_op *op)
 {
-    p2p_registry *r = registry(); /* not NULL: zmpi_p2p_registry_ready succeeded */
-    pthread_mutex_lock(&r->mu);
-    op->next = r->head;
-    r->head = op;
-    pthread_mutex_unlock(&r->mu);
+    zmpi_proc *p = zmpi_proc_get(); /* not NULL: zmpi_p2p_op_new needed it */
+    pthread_mutex_lock(&p->mu);
+    op->next = p->ops;
+    p->ops = op;
+    p->ops_free = ops_free_all;
+    pthread_mutex_unlock(&p->mu);
 }
 
-void zmpi_p2p_reattach(zmpi_p2p_op *op)
+/* The operations of reqs[0..n) (NULL for requests that are not zmpi's). */
+static void lookup(int n, const MPI_Request *reqs, zmpi_p2p_op **ops)
 {
-    zmpi_p2p_register(op);
-}
-
-int zmpi_p2p_detach(int n, const MPI_Request *reqs, zmpi_p2p_op **ops)
-{
-    int found = 0;
+    zmpi_proc *p = zmpi_proc_get();
     for (int i = 0; i < n; i++)
         ops[i] = NULL;
-    p2p_registry *r = registry();
-    if (!r)
-        return 0;
-    pthread_mutex_lock(&r->mu);
-    for (int i = 0; i < n && r->head; i++) {
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < n && p->ops; i++) {
         if (reqs[i] == MPI_REQUEST_NULL)
             continue;
-        for (zmpi_p2p_op **pp = &r->head; *pp; pp = &(*pp)->next) {
-            if ((*pp)->req == reqs[i]) {
-                ops[i] = *pp;
-                *pp = ops[i]->next;
-                ops[i]->next = NULL;
-                found++;
+        for (zmpi_p2p_op *op = p->ops; op; op = op->next)
+            if (!op->detached && op->greq == reqs[i]) {
+                ops[i] = op;
                 break;
             }
-        }
     }
-    pthread_mutex_unlock(&r->mu);
-    return found;
+    pthread_mutex_unlock(&p->mu);
 }
 
-/* After a failed completion call: an operation whose request is gone is
- * dropped, one still pending goes back to the registry. */
-static void settle(zmpi_p2p_op *op, MPI_Request req)
+/* ---- the generalized request's callbacks ---- */
+
+static int query_fn(void *extra, MPI_Status *status)
 {
-    if (req == MPI_REQUEST_NULL)
-        zmpi_p2p_op_free(op);
-    else
-        zmpi_p2p_reattach(op);
+    zmpi_p2p_op *op = extra;
+    *status = op->status;
+    status->MPI_ERROR = op->err;
+    /* a zmpi completion call reports the error itself; MPI's own calls
+     * (MPICH) get it from here */
+    return op->collecting ? MPI_SUCCESS : op->err;
+}
+
+static int free_fn(void *extra)
+{
+    zmpi_p2p_op *op = extra;
+    zmpi_proc *p = zmpi_proc_get();
+    if (p)
+        unlink_op(p, op);
+    free(op->stream);
+    free(op);
+    return MPI_SUCCESS;
+}
+
+static int cancel_fn(void *extra, int complete)
+{
+    zmpi_p2p_op *op = extra;
+    if (!complete && op->req != MPI_REQUEST_NULL)
+        return PMPI_Cancel(&op->req);
+    return MPI_SUCCESS;
+}
+
+/* The underlying transfer of op is over with status *s: decode a receive,
+ * keep the result, complete the generalized request. */
+static void op_finish(zmpi_p2p_op *op, const MPI_Status *s)
+{
+    int cancelled = 0;
+    MPI_Status st = *s;
+    op->req = MPI_REQUEST_NULL;
+    PMPI_Test_cancelled(&st, &cancelled);
+    if (op->is_recv && !cancelled) {
+        op->err = zmpi_p2p_deliver(op->buf, zmpi_p2p_status_bytes(&st), op->buf, op->count, op->type, op->comm, &st);
+        if (op->err)
+            PMPI_Status_set_elements(&st, MPI_BYTE, 0);
+    }
+    zmpi_p2p_op_done(op, &st, op->err);
+}
+
+void zmpi_p2p_op_done(zmpi_p2p_op *op, const MPI_Status *st, int err)
+{
+    op->status = *st;
+    op->err = err;
+    op->finished = 1;
+    free(op->stream); /* a send's stream is no longer needed */
+    op->stream = NULL;
+    PMPI_Grequest_complete(op->greq);
+}
+
+/* Drives op's transfer without blocking (block: until it is over). */
+static int op_progress(zmpi_p2p_op *op, int block)
+{
+    MPI_Status s;
+    int flag = 1, rc = MPI_SUCCESS;
+    if (op->finished)
+        return MPI_SUCCESS;
+    memset(&s, 0, sizeof s);
+    rc = block ? PMPI_Wait(&op->req, &s) : PMPI_Test(&op->req, &flag, &s);
+    if (rc == MPI_SUCCESS && flag)
+        op_finish(op, &s);
+    return rc;
+}
+
+#ifdef ZMPI_HAVE_GREQX
+static int poll_fn(void *extra, MPI_Status *status)
+{
+    (void)status;
+    return op_progress(extra, 0);
+}
+
+static int wait_fn(int count, void **states, double timeout, MPI_Status *status)
+{
+    (void)timeout;
+    (void)status;
+    for (int i = 0; i < count; i++) {
+        int rc = op_progress(states[i], 1);
+        if (rc)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+#endif
+
+int zmpi_p2p_op_new(MPI_Comm comm, int is_recv, zmpi_p2p_op **out)
+{
+    *out = NULL;
+    if (!zmpi_proc_get())
+        return MPI_ERR_INTERN;
+    zmpi_p2p_op *op = calloc(1, sizeof *op);
+    if (!op)
+        return MPI_ERR_NO_MEM;
+    op->req = MPI_REQUEST_NULL;
+    op->comm = comm;
+    op->is_recv = is_recv;
+    op->type = MPI_DATATYPE_NULL;
+#ifdef ZMPI_HAVE_GREQX
+    int rc = PMPIX_Grequest_start(query_fn, free_fn, cancel_fn, poll_fn, wait_fn, op, &op->greq);
+#else
+    int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->greq);
+#endif
+    if (rc) {
+        free(op);
+        return rc;
+    }
+    *out = op;
+    return MPI_SUCCESS;
+}
+
+void zmpi_p2p_op_discard(zmpi_p2p_op *op)
+{
+    /* never registered; its underlying request never started */
+    MPI_Status s;
+    memset(&s, 0, sizeof s);
+    op->collecting = 1;
+    if (!op->finished)
+        zmpi_p2p_op_done(op, &s, MPI_SUCCESS);
+    PMPI_Wait(&op->greq, MPI_STATUS_IGNORE); /* frees it (free_fn) */
+}
+
+/* Frees op's generalized request (*r is the handle; set to
+ * MPI_REQUEST_NULL) after its transfer is over. Returns op's error, not
+ * raised; *st (unless MPI_STATUS_IGNORE) gets its status; *comm and *quiet
+ * say where to raise it. */
+static int collect(MPI_Request *r, zmpi_p2p_op *op, MPI_Status *st, MPI_Comm *comm, int *quiet)
+{
+    int err = op->err;
+    if (st != MPI_STATUS_IGNORE) {
+        *st = op->status;
+        st->MPI_ERROR = err;
+    }
+    *comm = op->comm;
+    *quiet = op->quiet;
+    op->collecting = 1;
+    PMPI_Wait(r, MPI_STATUS_IGNORE); /* complete already: frees it and op (free_fn) */
+    *r = MPI_REQUEST_NULL;
+    return err;
+}
+
+void zmpi_p2p_reap(void)
+{
+    zmpi_proc *p = zmpi_proc_get();
+    if (!p || !p->ndetached)
+        return;
+    for (;;) {
+        zmpi_p2p_op *done = NULL;
+        pthread_mutex_lock(&p->mu);
+        for (zmpi_p2p_op *op = p->ops; op && !done; op = op->next)
+            if (op->detached && (op->finished || (op_progress(op, 0) == MPI_SUCCESS && op->finished)))
+                done = op;
+        pthread_mutex_unlock(&p->mu);
+        if (!done)
+            return;
+        MPI_Request r = done->greq;
+        MPI_Comm comm;
+        int quiet;
+        collect(&r, done, MPI_STATUS_IGNORE, &comm, &quiet); /* errors of a freed request have no one to go to */
+    }
+}
+
+/* ---- the completion calls ----
+ *
+ * Each maps the user's array to the requests MPI should wait on (a zmpi
+ * operation's underlying request, MPI_REQUEST_NULL once it is over; a plain
+ * request itself), calls the PMPI function of the same name on that array,
+ * finishes the zmpi operations whose transfers completed and frees their
+ * generalized requests. */
+
+typedef struct family {
+    int n;
+    zmpi_p2p_op **ops;
+    MPI_Request *under;
+    MPI_Status *sts;
+    zmpi_p2p_op *ops_s[8];
+    MPI_Request under_s[8];
+    MPI_Status sts_s[8];
+} family;
+
+static int family_begin(family *f, int n, const MPI_Request *reqs, int *nops)
+{
+    f->n = n;
+    f->ops = f->ops_s;
+    f->under = f->under_s;
+    f->sts = f->sts_s;
+    *nops = 0;
+    if (n > 8) {
+        f->ops = malloc((size_t)n * sizeof *f->ops);
+        f->under = malloc((size_t)n * sizeof *f->under);
+        f->sts = malloc((size_t)n * sizeof *f->sts);
+        if (!f->ops || !f->under || !f->sts)
+            return MPI_ERR_NO_MEM;
+    }
+    lookup(n, reqs, f->ops);
+    for (int i = 0; i < n; i++) {
+        f->under[i] = f->ops[i] ? f->ops[i]->req : reqs[i];
+        *nops += f->ops[i] != NULL;
+        memset(&f->sts[i], 0, sizeof f->sts[i]);
+    }
+    return MPI_SUCCESS;
+}
+
+static void family_end(family *f)
+{
+    if (f->ops != f->ops_s)
+        free(f->ops);
+    if (f->under != f->under_s)
+        free(f->under);
+    if (f->sts != f->sts_s)
+        free(f->sts);
+}
+
+/* After a PMPI completion call on f->under: element i is over if its
+ * handle became MPI_REQUEST_NULL (or, for a persistent plain request,
+ * the call reported it). Finishes zmpi operation i if its transfer is over. */
+static void settle_op(family *f, int i)
+{
+    zmpi_p2p_op *op = f->ops[i];
+    if (!op->finished && f->under[i] == MPI_REQUEST_NULL)
+        op_finish(op, &f->sts[i]);
+}
+
+/* Completes element i for the user: a zmpi operation is collected (error
+ * into *err, status into st), a plain request's handle and status copied. */
+static void deliver(family *f, MPI_Request *reqs, int i, MPI_Status *st, int *err, MPI_Comm *comm, int *quiet)
+{
+    if (f->ops[i]) {
+        *err = collect(&reqs[i], f->ops[i], st, comm, quiet);
+    } else {
+        reqs[i] = f->under[i];
+        if (st != MPI_STATUS_IGNORE)
+            *st = f->sts[i];
+        *err = MPI_SUCCESS;
+    }
+}
+
+static int raise_first(int nerr, MPI_Comm comm, int quiet, int rc, int *raised)
+{
+    if (nerr && !quiet) {
+        zmpi_raise(comm, rc);
+        *raised = 1;
+    }
+    return rc;
+}
+
+/* After a successful PMPI completion of every element of f.under: finishes
+ * and delivers them all. Returns MPI_SUCCESS or MPI_ERR_IN_STATUS (the
+ * first failure raised unless quiet; *raised says so). */
+static int deliver_all(family *f, MPI_Request *requests, MPI_Status *statuses, int *raised)
+{
+    int nerr = 0, first = MPI_SUCCESS, quiet = 1;
+    MPI_Comm comm = MPI_COMM_NULL;
+    for (int i = 0; i < f->n; i++) {
+        int err, q = 1;
+        MPI_Comm c = MPI_COMM_NULL;
+        MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
+        if (f->ops[i])
+            settle_op(f, i);
+        deliver(f, requests, i, st, &err, &c, &q);
+        if (st != MPI_STATUS_IGNORE)
+            st->MPI_ERROR = err;
+        if (err && !nerr++) {
+            first = err;
+            comm = c;
+            quiet = q;
+        }
+    }
+    if (!nerr)
+        return MPI_SUCCESS;
+    /* as MPI_Waitall: MPI_ERR_IN_STATUS; the first failure is raised with its
+     * own message, so that a fatal handler says why */
+    raise_first(nerr, comm, quiet, first, raised);
+    return MPI_ERR_IN_STATUS;
+}
+
+int zmpi_p2p_waitall(int count, MPI_Request *requests, MPI_Status *statuses, int *raised)
+{
+    family f;
+    int nops, rc;
+    *raised = 0;
+    if (count < 0 || (count > 0 && !requests))
+        return count < 0 ? MPI_ERR_COUNT : zmpi_err(ZMPI_EK_REQUEST, "ZMPI_Waitall: requests is NULL");
+    rc = family_begin(&f, count, requests, &nops);
+    if (rc || !nops) {
+        family_end(&f);
+        *raised = rc == MPI_SUCCESS;
+        return rc ? rc : PMPI_Waitall(count, requests, statuses);
+    }
+    rc = PMPI_Waitall(count, f.under, f.sts);
+    if (rc) { /* an MPI error (raised by MPI): finish what is over, keep the rest */
+        *raised = 1;
+        for (int i = 0; i < count; i++) {
+            if (f.ops[i])
+                settle_op(&f, i);
+            else
+                requests[i] = f.under[i];
+            if (statuses != MPI_STATUSES_IGNORE)
+                statuses[i] = f.sts[i];
+        }
+    } else {
+        rc = deliver_all(&f, requests, statuses, raised);
+    }
+    family_end(&f);
+    return rc;
+}
+
+int ZMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+    int raised;
+    zmpi_p2p_reap();
+    int rc = zmpi_p2p_waitall(count, requests, statuses, &raised);
+    return raised ? rc : zmpi_raise(MPI_COMM_WORLD, rc);
 }
 
 int ZMPI_Wait(MPI_Request *request, MPI_Status *status)
 {
-    zmpi_p2p_op *op = NULL;
-    MPI_Status got;
-    int rc = request ? MPI_SUCCESS : MPI_ERR_REQUEST;
-    if (rc)
-        goto fn_fail;
-    zmpi_p2p_detach(1, request, &op);
-    if (!op) {
-        rc = PMPI_Wait(request, status);
-        goto fn_exit;
+    MPI_Status st;
+    int raised, rc;
+    zmpi_p2p_reap();
+    if (!request)
+        return zmpi_raise(MPI_COMM_WORLD, zmpi_err(ZMPI_EK_REQUEST, "ZMPI_Wait: request is NULL"));
+    rc = zmpi_p2p_waitall(1, request, &st, &raised);
+    if (status != MPI_STATUS_IGNORE)
+        *status = st;
+    if (rc == MPI_ERR_IN_STATUS)
+        rc = st.MPI_ERROR; /* Wait reports the error itself */
+    return raised ? rc : zmpi_raise(MPI_COMM_WORLD, rc);
+}
+
+/* Any / some: zmpi operations already finished count as complete at once. */
+static int first_finished(family *f, int from)
+{
+    for (int i = from; i < f->n; i++)
+        if (f->ops[i] && f->ops[i]->finished)
+            return i;
+    return -1;
+}
+
+static int any_impl(int count, MPI_Request *requests, int *index, int *flag, MPI_Status *status, int block)
+{
+    family f;
+    int nops, rc, i, err = MPI_SUCCESS, quiet = 1, raised = 0;
+    MPI_Comm comm = MPI_COMM_NULL;
+    zmpi_p2p_reap();
+    if (count < 0 || !index || (count > 0 && !requests) || (!block && !flag))
+        return zmpi_raise(MPI_COMM_WORLD, zmpi_err(ZMPI_EK_ARG, "Waitany/Testany: invalid arguments"));
+    rc = family_begin(&f, count, requests, &nops);
+    if (rc || !nops) {
+        family_end(&f);
+        if (rc)
+            return zmpi_raise(MPI_COMM_WORLD, rc);
+        return block ? PMPI_Waitany(count, requests, index, status)
+                     : PMPI_Testany(count, requests, index, flag, status);
     }
-    memset(&got, 0, sizeof got);
-    rc = PMPI_Wait(request, &got);
-    if (rc)
-        goto fn_fail;
-    rc = zmpi_p2p_finish(op, &got, status);
-fn_exit:
-    return rc;
-fn_fail:
-    if (op) {
-        if (status != MPI_STATUS_IGNORE)
-            *status = got;
-        settle(op, *request);
+    i = first_finished(&f, 0);
+    if (i < 0) {
+        int fl = 1;
+        rc = block ? PMPI_Waitany(count, f.under, &i, &f.sts[0]) : PMPI_Testany(count, f.under, &i, &fl, &f.sts[0]);
+        if (rc) {
+            family_end(&f);
+            return rc; /* raised by MPI */
+        }
+        if (i != MPI_UNDEFINED) {
+            f.sts[i] = f.sts[0];
+            if (f.ops[i])
+                settle_op(&f, i);
+        }
+        if (!block)
+            *flag = fl;
+    } else if (!block) {
+        *flag = 1;
     }
-    goto fn_exit;
+    *index = i;
+    if (i != MPI_UNDEFINED)
+        deliver(&f, requests, i, status, &err, &comm, &quiet);
+    family_end(&f);
+    raise_first(err != MPI_SUCCESS, comm, quiet, err, &raised);
+    return err;
+}
+
+int ZMPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    return any_impl(count, requests, index, NULL, status, 1);
+}
+
+int ZMPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
+{
+    return any_impl(count, requests, index, flag, status, 0);
 }
 
 int ZMPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
-    zmpi_p2p_op *op = NULL;
-    MPI_Status got;
-    int rc = request && flag ? MPI_SUCCESS : MPI_ERR_ARG;
-    if (rc)
-        goto fn_fail;
-    zmpi_p2p_detach(1, request, &op);
-    if (!op) {
-        rc = PMPI_Test(request, flag, status);
-        goto fn_exit;
-    }
-    memset(&got, 0, sizeof got);
-    rc = PMPI_Test(request, flag, &got);
-    if (rc)
-        goto fn_fail;
-    if (!*flag) {
-        zmpi_p2p_reattach(op);
-        goto fn_exit;
-    }
-    rc = zmpi_p2p_finish(op, &got, status);
-fn_exit:
-    return rc;
-fn_fail:
-    if (op) {
-        if (status != MPI_STATUS_IGNORE)
-            *status = got;
-        settle(op, *request);
-    }
-    goto fn_exit;
+    int index;
+    if (!request || !flag)
+        return zmpi_raise(MPI_COMM_WORLD, zmpi_err(ZMPI_EK_ARG, "ZMPI_Test: NULL argument"));
+    return any_impl(1, request, &index, flag, status, 0);
 }
 
-static int error_class(int code)
+static int some_impl(int incount, MPI_Request *requests, int *outcount, int *indices, MPI_Status *statuses,
+                     int block)
 {
-    int cls = code;
-    if (PMPI_Error_class(code, &cls) != MPI_SUCCESS)
-        cls = code;
-    return cls;
-}
-
-/*
- * Waitall: PMPI_Waitall on all underlying requests (so every transfer makes
- * progress together), then each compressed operation is finished. Errors
- * follow MPI: MPI_ERR_IN_STATUS with each status's MPI_ERROR set (when
- * statuses are not ignored) if any single operation failed.
- */
-#define WAITALL_STACK 16
-int ZMPI_Waitall(int count, MPI_Request *requests, MPI_Status *statuses)
-{
-    zmpi_p2p_op *ops_stack[WAITALL_STACK], **ops = ops_stack;
-    int errs_stack[WAITALL_STACK], *errs = errs_stack;
-    MPI_Status *sts = statuses, *own = NULL;
-    int rc = MPI_SUCCESS, found = 0, failed = 0;
-    if (count < 0 || (count > 0 && !requests)) {
-        rc = count < 0 ? MPI_ERR_COUNT : MPI_ERR_REQUEST;
-        goto fn_fail;
-    }
-    if (count > WAITALL_STACK) {
-        rc = zmpi_alloc((size_t)count * sizeof *ops, &ops);
+    family f;
+    int nops, rc, n = 0, nerr = 0, first = MPI_SUCCESS, quiet = 1, raised = 0;
+    MPI_Comm comm = MPI_COMM_NULL;
+    zmpi_p2p_reap();
+    if (incount < 0 || !outcount || (incount > 0 && (!requests || !indices)))
+        return zmpi_raise(MPI_COMM_WORLD, zmpi_err(ZMPI_EK_ARG, "Waitsome/Testsome: invalid arguments"));
+    rc = family_begin(&f, incount, requests, &nops);
+    if (rc || !nops) {
+        family_end(&f);
         if (rc)
-            goto fn_fail;
-        rc = zmpi_alloc((size_t)count * sizeof *errs, &errs);
-        if (rc)
-            goto fn_fail;
+            return zmpi_raise(MPI_COMM_WORLD, rc);
+        return block ? PMPI_Waitsome(incount, requests, outcount, indices, statuses)
+                     : PMPI_Testsome(incount, requests, outcount, indices, statuses);
     }
-    found = zmpi_p2p_detach(count, requests, ops);
-    if (!found) {
-        rc = PMPI_Waitall(count, requests, statuses);
-        goto fn_exit;
-    }
-    if (statuses == MPI_STATUSES_IGNORE) {
-        /* compressed receives need their status (byte count, source, tag) */
-        rc = zmpi_alloc((size_t)count * sizeof *own, &own);
-        if (rc)
-            goto fn_fail;
-        memset(own, 0, (size_t)count * sizeof *own);
-        sts = own;
-    }
-    rc = PMPI_Waitall(count, requests, sts);
-    int cls = rc == MPI_SUCCESS ? MPI_SUCCESS : error_class(rc);
-    for (int i = 0; i < count; i++) {
-        errs[i] = MPI_SUCCESS;
-        if (!ops[i])
-            continue;
-        zmpi_p2p_op *op = ops[i];
-        ops[i] = NULL;
-        if (cls == MPI_SUCCESS) {
-            /* completed */
-        } else if (cls == MPI_ERR_IN_STATUS) {
-            if (error_class(sts[i].MPI_ERROR) == MPI_ERR_PENDING) {
-                zmpi_p2p_reattach(op);
-                continue;
-            }
-            if (sts[i].MPI_ERROR != MPI_SUCCESS) {
-                zmpi_p2p_op_free(op);
-                continue;
-            }
-        } else {
-            settle(op, requests[i]); /* statuses undefined: nothing to finish */
-            continue;
+    for (int i = first_finished(&f, 0); i >= 0; i = first_finished(&f, i + 1))
+        indices[n++] = i;
+    if (n == 0) {
+        int out = 0;
+        int *idx = indices;
+        MPI_Status *tmp = malloc((size_t)incount * sizeof *tmp);
+        if (!tmp) {
+            family_end(&f);
+            return zmpi_raise(MPI_COMM_WORLD, MPI_ERR_NO_MEM);
         }
-        errs[i] = zmpi_p2p_finish(op, &sts[i], &sts[i]);
-        failed += errs[i] != MPI_SUCCESS;
+        rc = block ? PMPI_Waitsome(incount, f.under, &out, idx, tmp) : PMPI_Testsome(incount, f.under, &out, idx, tmp);
+        if (rc == MPI_SUCCESS && out != MPI_UNDEFINED) {
+            for (int k = 0; k < out; k++) {
+                f.sts[idx[k]] = tmp[k];
+                if (f.ops[idx[k]])
+                    settle_op(&f, idx[k]);
+            }
+            n = out;
+        } else if (rc == MPI_SUCCESS) {
+            n = MPI_UNDEFINED;
+        }
+        free(tmp);
+        if (rc) {
+            family_end(&f);
+            return rc; /* raised by MPI */
+        }
     }
-    if (failed && (cls == MPI_SUCCESS || cls == MPI_ERR_IN_STATUS)) {
-        for (int i = 0; i < count; i++)
-            if (cls == MPI_SUCCESS || errs[i] != MPI_SUCCESS)
-                sts[i].MPI_ERROR = errs[i];
-        rc = MPI_ERR_IN_STATUS;
+    *outcount = n;
+    for (int k = 0; n != MPI_UNDEFINED && k < n; k++) {
+        int err, q = 1, i = indices[k];
+        MPI_Comm c = MPI_COMM_NULL;
+        deliver(&f, requests, i, statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[k], &err, &c, &q);
+        if (err && !nerr++) {
+            first = err;
+            comm = c;
+            quiet = q;
+        }
     }
-fn_exit:
-    free(own);
-    if (ops != ops_stack)
-        free(ops);
-    if (errs != errs_stack)
-        free(errs);
-    return rc;
-fn_fail:
-    /* nothing was completed: give the detached operations back */
-    for (int i = 0; found && i < count; i++)
-        if (ops[i])
-            zmpi_p2p_reattach(ops[i]);
-    goto fn_exit;
+    family_end(&f);
+    if (!nerr)
+        return MPI_SUCCESS;
+    raise_first(nerr, comm, quiet, first, &raised);
+    return MPI_ERR_IN_STATUS;
+}
+
+int ZMPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    return some_impl(incount, requests, outcount, indices, statuses, 1);
+}
+
+int ZMPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    return some_impl(incount, requests, outcount, indices, statuses, 0);
+}
+
+int ZMPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
+{
+    family f;
+    int nops, rc, all = 1, raised = 0;
+    zmpi_p2p_reap();
+    if (count < 0 || !flag || (count > 0 && !requests))
+        return zmpi_raise(MPI_COMM_WORLD, zmpi_err(ZMPI_EK_ARG, "ZMPI_Testall: invalid arguments"));
+    rc = family_begin(&f, count, requests, &nops);
+    if (rc || !nops) {
+        family_end(&f);
+        return rc ? zmpi_raise(MPI_COMM_WORLD, rc) : PMPI_Testall(count, requests, flag, statuses);
+    }
+    /* the zmpi operations progress one by one (a finished one stays pending
+     * for the user until all are); only then are the plain ones tested, so
+     * that nothing is completed unless everything is, as MPI_Testall */
+    for (int i = 0; i < count; i++)
+        if (f.ops[i]) {
+            op_progress(f.ops[i], 0);
+            all &= f.ops[i]->finished;
+            f.under[i] = f.ops[i]->req; /* MPI_REQUEST_NULL once over */
+        }
+    *flag = 0;
+    if (all) {
+        rc = PMPI_Testall(count, f.under, flag, f.sts);
+        if (rc == MPI_SUCCESS && *flag)
+            rc = deliver_all(&f, requests, statuses, &raised);
+        else if (rc)
+            raised = 1;
+    }
+    family_end(&f);
+    return raised ? rc : zmpi_raise(MPI_COMM_WORLD, rc);
+}
+
+int ZMPI_Request_free(MPI_Request *request)
+{
+    zmpi_p2p_op *op;
+    zmpi_p2p_reap();
+    if (!request)
+        return zmpi_raise(MPI_COMM_WORLD, zmpi_err(ZMPI_EK_REQUEST, "ZMPI_Request_free: request is NULL"));
+    lookup(1, request, &op);
+    if (!op)
+        return PMPI_Request_free(request);
+    zmpi_proc *p = zmpi_proc_get();
+    pthread_mutex_lock(&p->mu);
+    op->detached = 1; /* later zmpi calls complete it */
+    op->quiet = 1;
+    p->ndetached++;
+    pthread_mutex_unlock(&p->mu);
+    *request = MPI_REQUEST_NULL;
+    zmpi_p2p_reap();
+    return MPI_SUCCESS;
+}
+
+int ZMPI_Cancel(MPI_Request *request)
+{
+    zmpi_p2p_op *op;
+    if (!request)
+        return zmpi_raise(MPI_COMM_WORLD, zmpi_err(ZMPI_EK_REQUEST, "ZMPI_Cancel: request is NULL"));
+    lookup(1, request, &op);
+    if (!op)
+        return PMPI_Cancel(request);
+    return op->finished || op->req == MPI_REQUEST_NULL ? MPI_SUCCESS : PMPI_Cancel(&op->req);
 }

@@ -95,11 +95,11 @@ int ZMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
         rc = PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
         zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
     } else if (on != 1) {
-        rc = on; /* MPI_ERR_NO_MEM */
+        rc = zmpi_raise(comm, c.err); /* unusable or disagreeing settings */
     } else {
         rc = zmpi_dm_equal_layout(size, recvcount, &counts, &displs);
         if (rc == MPI_SUCCESS)
-            rc = run(&c, sendbuf, sendcount, sendtype, recvbuf, counts, displs);
+            rc = zmpi_raise(comm, run(&c, sendbuf, sendcount, sendtype, recvbuf, counts, displs));
         zmpi_call_end(&c);
     }
     free(counts);
@@ -126,9 +126,9 @@ int ZMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
     if (on == 0) {
         rc = PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     } else if (on != 1) {
-        rc = on;
+        rc = zmpi_raise(comm, c.err);
     } else {
-        rc = run(&c, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs);
+        rc = zmpi_raise(comm, run(&c, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs));
         zmpi_call_end(&c);
     }
     return rc;

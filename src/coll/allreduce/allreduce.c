@@ -49,10 +49,12 @@ int ZMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
     if (comm == MPI_COMM_NULL || count < 0)
         goto fn_plain;
     rc = zmpi_call_begin(&c, comm, ZMPI_COLL_ALLREDUCE, datatype, op, (size_t)count * es);
-    if (rc == 0)
+    if (rc == ZMPI_CALL_PLAIN)
         goto fn_plain;
-    if (rc != 1)
+    if (rc == ZMPI_CALL_ERR) {
+        rc = c.err;
         goto fn_fail;
+    }
     a = zmpi_coll_algo_get(ZMPI_COLL_ALLREDUCE, c.algo);
     rc = a ? ((zmpi_allreduce_fn)a->fn)(&c, sendbuf, recvbuf, (size_t)count, op) : MPI_ERR_INTERN;
     zmpi_call_end(&c);
@@ -61,6 +63,7 @@ int ZMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 fn_exit:
     return rc;
 fn_fail:
+    rc = zmpi_raise(comm, rc); /* zmpi's errors, and those of the private duplicate */
     goto fn_exit;
 fn_plain:
     rc = PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);

@@ -109,13 +109,13 @@ int ZMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
         rc = PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
         zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
     } else if (on != 1) {
-        rc = on; /* MPI_ERR_NO_MEM */
+        rc = zmpi_raise(comm, c.err); /* unusable or disagreeing settings */
     } else {
         rc = zmpi_dm_equal_layout(size, recvcount, &rcounts, &rdispls);
         if (rc == MPI_SUCCESS)
             rc = zmpi_dm_equal_layout(size, scount, &scounts, &sdispls);
         if (rc == MPI_SUCCESS)
-            rc = run(&c, sendbuf, scounts, sdispls, sendtype, recvbuf, rcounts, rdispls);
+            rc = zmpi_raise(comm, run(&c, sendbuf, scounts, sdispls, sendtype, recvbuf, rcounts, rdispls));
         zmpi_call_end(&c);
     }
     free(rcounts);
@@ -146,9 +146,9 @@ int ZMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
         rc = PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
                             comm);
     } else if (on != 1) {
-        rc = on;
+        rc = zmpi_raise(comm, c.err);
     } else {
-        rc = run(&c, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls);
+        rc = zmpi_raise(comm, run(&c, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls));
         zmpi_call_end(&c);
     }
     return rc;

@@ -84,9 +84,9 @@ int ZMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
         rc = PMPI_Bcast(buffer, count, datatype, root, comm);
         zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
     } else if (on != 1) {
-        rc = on; /* MPI_ERR_NO_MEM */
+        rc = zmpi_raise(comm, c.err); /* unusable or disagreeing settings */
     } else {
-        rc = run(&c, buffer, n, root);
+        rc = zmpi_raise(comm, run(&c, buffer, n, root));
         zmpi_call_end(&c);
     }
     return rc;

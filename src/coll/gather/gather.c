@@ -94,12 +94,12 @@ int ZMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
         rc = PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
         zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
     } else if (on != 1) {
-        rc = on; /* MPI_ERR_NO_MEM */
+        rc = zmpi_raise(comm, c.err); /* unusable or disagreeing settings */
     } else {
         if (am_root)
             rc = zmpi_dm_equal_layout(size, count, &counts, &displs);
         if (rc == MPI_SUCCESS)
-            rc = run(&c, sendbuf, sendcount, sendtype, recvbuf, counts, displs, root);
+            rc = zmpi_raise(comm, run(&c, sendbuf, sendcount, sendtype, recvbuf, counts, displs, root));
         zmpi_call_end(&c);
     }
     free(counts);
@@ -128,9 +128,9 @@ int ZMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
     if (on == 0) {
         rc = PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
     } else if (on != 1) {
-        rc = on;
+        rc = zmpi_raise(comm, c.err);
     } else {
-        rc = run(&c, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, root);
+        rc = zmpi_raise(comm, run(&c, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, root));
         zmpi_call_end(&c);
     }
     return rc;

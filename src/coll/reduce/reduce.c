@@ -51,10 +51,12 @@ int ZMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
     if (root < 0 || root >= size)
         goto fn_plain;
     rc = zmpi_call_begin(&c, comm, ZMPI_COLL_REDUCE, datatype, op, (size_t)count * es);
-    if (rc == 0)
+    if (rc == ZMPI_CALL_PLAIN)
         goto fn_plain;
-    if (rc != 1)
+    if (rc == ZMPI_CALL_ERR) {
+        rc = c.err;
         goto fn_fail;
+    }
     a = zmpi_coll_algo_get(ZMPI_COLL_REDUCE, c.algo);
     rc = a ? ((zmpi_reduce_fn)a->fn)(&c, sendbuf, recvbuf, (size_t)count, op, root) : MPI_ERR_INTERN;
     zmpi_call_end(&c);
@@ -63,6 +65,7 @@ int ZMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 fn_exit:
     return rc;
 fn_fail:
+    rc = zmpi_raise(comm, rc); /* zmpi's errors, and those of the private duplicate */
     goto fn_exit;
 fn_plain:
     rc = PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);

@@ -74,16 +74,19 @@ int ZMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts
         total += (size_t)recvcounts[b];
     }
     rc = zmpi_call_begin(&c, comm, ZMPI_COLL_REDUCE_SCATTER, datatype, op, total * es);
-    if (rc == 0)
+    if (rc == ZMPI_CALL_PLAIN)
         goto fn_plain;
-    if (rc != 1)
+    if (rc == ZMPI_CALL_ERR) {
+        rc = c.err;
         goto fn_fail;
+    }
     rc = run(&c, sendbuf, recvbuf, recvcounts, op);
     if (rc)
         goto fn_fail;
 fn_exit:
     return rc;
 fn_fail:
+    rc = zmpi_raise(comm, rc); /* zmpi's errors, and those of the private duplicate */
     goto fn_exit;
 fn_plain:
     rc = PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
@@ -106,10 +109,12 @@ int ZMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
         goto fn_fail;
     rc = zmpi_call_begin(&c, comm, ZMPI_COLL_REDUCE_SCATTER, datatype, op,
                          (size_t)recvcount * (size_t)size * es);
-    if (rc == 0)
+    if (rc == ZMPI_CALL_PLAIN)
         goto fn_plain;
-    if (rc != 1)
+    if (rc == ZMPI_CALL_ERR) {
+        rc = c.err;
         goto fn_fail;
+    }
     rc = zmpi_alloc((size_t)size * sizeof *counts, &counts);
     if (rc) {
         zmpi_call_end(&c);
@@ -124,6 +129,7 @@ fn_exit:
     free(counts);
     return rc;
 fn_fail:
+    rc = zmpi_raise(comm, rc); /* zmpi's errors, and those of the private duplicate */
     goto fn_exit;
 fn_plain:
     rc = PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);

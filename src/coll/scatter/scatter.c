@@ -96,7 +96,7 @@ int ZMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
         rc = PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
         zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
     } else if (on != 1) {
-        rc = on; /* MPI_ERR_NO_MEM */
+        rc = zmpi_raise(comm, c.err); /* unusable or disagreeing settings */
     } else {
         /* default: large parts go straight from the root (one message each, no
          * forwarding: the root's link carries the same bytes either way),
@@ -107,7 +107,7 @@ int ZMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
         if (am_root)
             rc = zmpi_dm_equal_layout(size, count, &counts, &displs);
         if (rc == MPI_SUCCESS)
-            rc = run(&c, sendbuf, counts, displs, recvbuf, recvcount, recvtype, root);
+            rc = zmpi_raise(comm, run(&c, sendbuf, counts, displs, recvbuf, recvcount, recvtype, root));
         zmpi_call_end(&c);
     }
     free(counts);
@@ -136,9 +136,9 @@ int ZMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[
     if (on == 0) {
         rc = PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
     } else if (on != 1) {
-        rc = on;
+        rc = zmpi_raise(comm, c.err);
     } else {
-        rc = run(&c, sendbuf, sendcounts, displs, recvbuf, recvcount, recvtype, root);
+        rc = zmpi_raise(comm, run(&c, sendbuf, sendcounts, displs, recvbuf, recvcount, recvtype, root));
         zmpi_call_end(&c);
     }
     return rc;

@@ -1,0 +1,399 @@
+/*
+ * The settings of the MPI layer: one table of every ZMPI_* environment
+ * variable (name, default, meaning, parser). It drives the environment
+ * parsing (ZMPI_Config_from_env) and the validation of a configuration;
+ * the documentation of the variables lists the same rows.
+ *
+ * A malformed value is an error with a message that names the variable,
+ * the value and what was expected: never a silent default. A ZMPI_* name
+ * that is not in the table is an error too (a mistyped name would
+ * otherwise leave the setting at its default without a word).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "coll/registry.h"
+#include "core.h"
+
+extern char **environ;
+
+static int say(char *msg, size_t cap, const char *fmt, ...)
+{
+    if (msg && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, cap, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* A number > 0 and finite, nothing after it. */
+static int parse_pos(const char *v, double *out)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (end == v || *end || errno || !(d > 0) || !isfinite(d))
+        return 0;
+    *out = d;
+    return 1;
+}
+
+/* A positive number with an optional unit suffix: k/K, M, G, T (powers of
+ * 1000) and then "bit"/"b"/"bps" (bits: / 8) or "B" (bytes) for rates
+ * (kind 'r'); "ns", "us", "ms", "s" for times (kind 't'). */
+static int parse_unit(const char *v, char kind, double *out)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (end == v || errno || !(d > 0) || !isfinite(d))
+        return 0;
+    if (kind == 't') {
+        static const struct {
+            const char *u;
+            double f;
+        } t[] = {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}, {"", 1}};
+        size_t i = 0;
+        while (i < sizeof t / sizeof t[0] && strcmp(end, t[i].u))
+            i++;
+        if (i == sizeof t / sizeof t[0])
+            return 0;
+        d *= t[i].f;
+    } else {
+        const char *u = end;
+        const char *pre = strchr("kKMGT", *u);
+        if (*u && pre) {
+            static const double f[] = {1e3, 1e3, 1e6, 1e9, 1e12};
+            d *= f[pre - "kKMGT"];
+            u++;
+        }
+        if (!strcmp(u, "bit") || !strcmp(u, "b") || !strcmp(u, "bps"))
+            d /= 8;
+        else if (*u && strcmp(u, "B"))
+            return 0;
+    }
+    if (!isfinite(d))
+        return 0;
+    *out = d;
+    return 1;
+}
+
+/* A non-negative decimal integer <= max, nothing after it. */
+static int parse_uint(const char *v, unsigned long long max, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    if (*v < '0' || *v > '9')
+        return 0;
+    unsigned long long d = strtoull(v, &end, 10);
+    if (*end || errno || d > max)
+        return 0;
+    *out = d;
+    return 1;
+}
+
+static long online_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
+}
+
+/* ---- one parser per variable: 0, or -1 with the reason in msg ---- */
+typedef int (*setting_fn)(const char *v, ZMPI_Config *cfg, char *msg, size_t cap);
+
+static int set_codec(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    int c = zmpi_codec_from_name(v);
+    if (c < 0)
+        return say(msg, cap, "unknown codec (`zmpi codec list` lists them)");
+    cfg->codec = (zmpi_codec)c;
+    return 0;
+}
+
+static int set_eb(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    double d;
+    if (!parse_pos(v, &d))
+        return say(msg, cap, "the error bound must be a finite number > 0");
+    cfg->eb = d;
+    if (cfg->eb_mode == ZMPI_EB_NONE)
+        cfg->eb_mode = ZMPI_EB_REL;
+    return 0;
+}
+
+static int set_eb_mode(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    zmpi_eb_mode m;
+    if (!strcasecmp(v, "abs"))
+        m = ZMPI_EB_ABS;
+    else if (!strcasecmp(v, "rel"))
+        m = ZMPI_EB_REL;
+    else
+        return say(msg, cap, "expected abs or rel");
+    if (cfg->eb > 0) /* without ZMPI_EB there is no bound; the value is checked all the same */
+        cfg->eb_mode = m;
+    return 0;
+}
+
+static int set_scope(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    if (!strcasecmp(v, "result"))
+        cfg->scope = ZMPI_SCOPE_RESULT;
+    else if (!strcasecmp(v, "message"))
+        cfg->scope = ZMPI_SCOPE_MESSAGE;
+    else
+        return say(msg, cap, "expected result or message");
+    return 0;
+}
+
+static int set_min_bytes(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    unsigned long long d;
+    if (!parse_uint(v, SIZE_MAX, &d))
+        return say(msg, cap, "expected a number of bytes (a whole number >= 0)");
+    cfg->min_bytes = (size_t)d;
+    return 0;
+}
+
+static int set_threads(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    unsigned long long d;
+    if (!parse_uint(v, 1u << 20, &d))
+        return say(msg, cap, "expected a thread count (0 = all cores of the node)");
+    if ((long long)d > online_cores())
+        return say(msg, cap, "more threads than the %ld cores of this node (0 = all cores)", online_cores());
+    cfg->threads = (int)d;
+    return 0;
+}
+
+static int set_chunk(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    unsigned long long d;
+    if (!parse_uint(v, 1u << 26, &d) || d < 64)
+        return say(msg, cap, "expected elements per piece, 64 to 67108864");
+    cfg->chunk = (size_t)d;
+    return 0;
+}
+
+static int set_scratch(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    double d;
+    if (!strcmp(v, "0"))
+        cfg->scratch_keep = 0;
+    else if (parse_unit(v, 'r', &d) && d < 1e18)
+        cfg->scratch_keep = (size_t)d;
+    else
+        return say(msg, cap, "expected bytes, e.g. 64M or 0");
+    return 0;
+}
+
+static int set_net_bw(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    if (!parse_unit(v, 'r', &cfg->net_bw))
+        return say(msg, cap, "expected a rate, e.g. 1Gbit, 10Gbit or 12.5GB");
+    return 0;
+}
+
+static int set_net_lat(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    if (!parse_unit(v, 't', &cfg->net_lat))
+        return say(msg, cap, "expected a time, e.g. 50us");
+    return 0;
+}
+
+static int set_ratio(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    if (!parse_pos(v, &cfg->ratio))
+        return say(msg, cap, "expected a ratio > 0");
+    return 0;
+}
+
+static int set_speed(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    char tmp[64];
+    const char *comma = strchr(v, ',');
+    size_t l = comma ? (size_t)(comma - v) : strlen(v);
+    double cs = 0, ds = 0;
+    int ok = l < sizeof tmp;
+    if (ok) {
+        memcpy(tmp, v, l);
+        tmp[l] = '\0';
+        ok = parse_unit(tmp, 'r', &cs);
+        ds = cs;
+    }
+    if (ok && comma)
+        ok = parse_unit(comma + 1, 'r', &ds);
+    if (!ok)
+        return say(msg, cap, "expected C[,D] bytes/s, e.g. 3G,4G");
+    cfg->comp_speed = cs;
+    cfg->decomp_speed = ds;
+    return 0;
+}
+
+static int set_algorithm(ZMPI_Coll coll, const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    int id = ZMPI_Coll_algorithm_from_name(coll, v);
+    if (id == -2) {
+        char names[256] = "mpi, default";
+        const char *n[16];
+        int k = ZMPI_Coll_algorithms(coll, 16, NULL, n, NULL);
+        for (int i = 0; i < k && i < 16; i++) {
+            size_t used = strlen(names);
+            snprintf(names + used, sizeof names - used, ", %s", n[i]);
+        }
+        return say(msg, cap, "unknown algorithm (one of: %s)", names);
+    }
+    cfg->algorithm[coll] = id;
+    return 0;
+}
+
+#define ALGO_SETTER(fn, coll)                                                                                     \
+    static int fn(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)                                         \
+    {                                                                                                             \
+        return set_algorithm(coll, v, cfg, msg, cap);                                                             \
+    }
+ALGO_SETTER(set_alg_bcast, ZMPI_COLL_BCAST)
+ALGO_SETTER(set_alg_scatter, ZMPI_COLL_SCATTER)
+ALGO_SETTER(set_alg_gather, ZMPI_COLL_GATHER)
+ALGO_SETTER(set_alg_allgather, ZMPI_COLL_ALLGATHER)
+ALGO_SETTER(set_alg_alltoall, ZMPI_COLL_ALLTOALL)
+ALGO_SETTER(set_alg_reduce_scatter, ZMPI_COLL_REDUCE_SCATTER)
+ALGO_SETTER(set_alg_allreduce, ZMPI_COLL_ALLREDUCE)
+ALGO_SETTER(set_alg_reduce, ZMPI_COLL_REDUCE)
+
+/* The table. Order matters where one setting reads another: ZMPI_EB before
+ * ZMPI_EB_MODE. Rows with no parser are variables of zmpi's tools, listed so
+ * that the unknown-name check knows them. */
+static const zmpi_setting settings[] = {
+    {"ZMPI_CODEC", "fzl", "codec of the compressed messages (`zmpi codec list`)", set_codec},
+    {"ZMPI_EB", "none",
+     "error bound, a finite number > 0; without it the error-bounded codecs are off and calls run as plain MPI",
+     set_eb},
+    {"ZMPI_EB_MODE", "rel", "abs (absolute) or rel (relative to the value range)", set_eb_mode},
+    {"ZMPI_EB_SCOPE", "result",
+     "result: the bound holds on a collective's result (zmpi splits it over the compressions an element "
+     "passes); message: per compressed message (errors can add up)",
+     set_scope},
+    {"ZMPI_MIN_BYTES", "65536", "messages below this size are sent uncompressed", set_min_bytes},
+    {"ZMPI_THREADS", "1", "OpenMP threads per compression; 0 = all cores of the node (at most that many)",
+     set_threads},
+    {"ZMPI_CHUNK", "65536", "elements per pipelined piece (64 to 67108864)", set_chunk},
+    {"ZMPI_SCRATCH", "256M",
+     "bytes of working buffers a communicator keeps between collective calls; 0: allocate per call",
+     set_scratch},
+    {"ZMPI_NET_BW", "unset",
+     "link bandwidth (1Gbit, 10Gbit, 12.5GB; bytes/s without a unit): turns on \"compress only when it pays\"",
+     set_net_bw},
+    {"ZMPI_NET_LAT", "0", "latency per message (50us, 1ms)", set_net_lat},
+    {"ZMPI_CODEC_SPEED", "3G,3.5G", "codec speed per thread, C[,D] bytes/s of raw data (compression[,decompression])",
+     set_speed},
+    {"ZMPI_RATIO", "estimated", "expected compression ratio for the model", set_ratio},
+    {"ZMPI_BCAST_ALGORITHM", "default", "Bcast algorithm (ZMPI_Coll_algorithms), mpi or default", set_alg_bcast},
+    {"ZMPI_SCATTER_ALGORITHM", "default", "Scatter(v) algorithm", set_alg_scatter},
+    {"ZMPI_GATHER_ALGORITHM", "default", "Gather(v) algorithm", set_alg_gather},
+    {"ZMPI_ALLGATHER_ALGORITHM", "default", "Allgather(v) algorithm", set_alg_allgather},
+    {"ZMPI_ALLTOALL_ALGORITHM", "default", "Alltoall(v) algorithm", set_alg_alltoall},
+    {"ZMPI_REDUCE_SCATTER_ALGORITHM", "default", "Reduce_scatter(_block) algorithm", set_alg_reduce_scatter},
+    {"ZMPI_ALLREDUCE_ALGORITHM", "default", "Allreduce algorithm", set_alg_allreduce},
+    {"ZMPI_REDUCE_ALGORITHM", "default", "Reduce algorithm", set_alg_reduce},
+    {"ZMPI_DATA", "../shared/data", "tools: the data directory or file of the demo and zmpi-bench", NULL},
+    {"ZMPI_FUZZ_SECONDS", "8", "tools: seconds per fuzz target in scripts/test", NULL},
+};
+
+const zmpi_setting *zmpi_settings(size_t *n)
+{
+    *n = sizeof settings / sizeof settings[0];
+    return settings;
+}
+
+void zmpi_config_defaults(ZMPI_Config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->codec = ZMPI_CODEC_FZL;
+    cfg->eb_mode = ZMPI_EB_NONE;
+    cfg->scope = ZMPI_SCOPE_RESULT;
+    cfg->threads = 1;
+    cfg->min_bytes = 65536;
+    cfg->chunk = 65536;
+    cfg->scratch_keep = (size_t)256 << 20;
+}
+
+int zmpi_config_env(ZMPI_Config *cfg, const char **bad, char *msg, size_t cap)
+{
+    char why[200];
+    zmpi_config_defaults(cfg);
+    if (bad)
+        *bad = NULL;
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        const char *v = getenv(settings[i].name);
+        if (!settings[i].set || !v || !*v)
+            continue;
+        if (settings[i].set(v, cfg, why, sizeof why)) {
+            if (bad)
+                *bad = settings[i].name;
+            say(msg, cap, "%s=%s: %s", settings[i].name, v, why);
+            return -1;
+        }
+    }
+    /* a ZMPI_ name that no row knows is a typo of one that does */
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "ZMPI_", 5))
+            continue;
+        size_t l = strcspn(*e, "=");
+        size_t i = 0;
+        while (i < sizeof settings / sizeof settings[0] &&
+               (strlen(settings[i].name) != l || strncmp(settings[i].name, *e, l)))
+            i++;
+        if (i == sizeof settings / sizeof settings[0]) {
+            if (bad)
+                *bad = "ZMPI_*";
+            say(msg, cap, "%.*s: unknown zmpi setting (`zmpi config` lists them)", (int)(l < 64 ? l : 64), *e);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad)
+{
+    if (!cfg)
+        return MPI_ERR_ARG;
+    return zmpi_config_env(cfg, bad, NULL, 0) ? MPI_ERR_ARG : MPI_SUCCESS;
+}
+
+int zmpi_config_check(const ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    if (!cfg)
+        return say(msg, cap, "no configuration (NULL)");
+    if (zmpi_codec_kind(cfg->codec) < 0)
+        return say(msg, cap, "unknown codec id %d", (int)cfg->codec);
+    if (cfg->eb_mode != ZMPI_EB_NONE && cfg->eb_mode != ZMPI_EB_ABS && cfg->eb_mode != ZMPI_EB_REL)
+        return say(msg, cap, "unknown bound mode %d", (int)cfg->eb_mode);
+    if (cfg->eb_mode != ZMPI_EB_NONE && (!(cfg->eb > 0) || !isfinite(cfg->eb)))
+        return say(msg, cap, "error bound %g: must be a finite number > 0", cfg->eb);
+    if (cfg->scope != ZMPI_SCOPE_RESULT && cfg->scope != ZMPI_SCOPE_MESSAGE)
+        return say(msg, cap, "unknown scope %d", (int)cfg->scope);
+    if (cfg->threads < 0 || cfg->threads > online_cores())
+        return say(msg, cap, "threads %d: 0 (all cores) to the %ld cores of this node", cfg->threads,
+                   online_cores());
+    if (cfg->chunk < 64 || cfg->chunk > (1u << 26))
+        return say(msg, cap, "chunk %zu: 64 to 67108864 elements", cfg->chunk);
+    const double m[] = {cfg->net_bw, cfg->net_lat, cfg->comp_speed, cfg->decomp_speed, cfg->ratio};
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+        if (!(m[i] >= 0) || !isfinite(m[i]))
+            return say(msg, cap, "model parameters (net_bw, net_lat, speeds, ratio) must be finite and >= 0");
+    for (int k = 0; k < ZMPI_COLL_COUNT; k++)
+        if (cfg->algorithm[k] != ZMPI_ALGO_DEFAULT && cfg->algorithm[k] != ZMPI_ALGO_MPI &&
+            !zmpi_coll_algo_get((ZMPI_Coll)k, cfg->algorithm[k]))
+            return say(msg, cap, "unknown %s algorithm id %d", ZMPI_Coll_name((ZMPI_Coll)k), cfg->algorithm[k]);
+    return 0;
+}
