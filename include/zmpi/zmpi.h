@@ -121,6 +121,16 @@ typedef struct ZMPI_Stats {
  * MPI_ERR_ARG if a variable is malformed (that setting keeps its built-in
  * default; *bad names the first bad variable if bad != NULL). */
 int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad);
+/* The settings table: every ZMPI_ environment variable. For index 0..n-1
+ * fills name, default_value and doc (any may be NULL) and returns n (the
+ * number of settings); for other indexes returns n and fills nothing. */
+int ZMPI_Setting_info(int index, const char **name, const char **default_value, const char **doc);
+/* Checks one setting's value as the environment parsing would: returns
+ * MPI_SUCCESS, or MPI_ERR_ARG with the reason in why (cap bytes; may be
+ * NULL) for a malformed value or a name that is not a zmpi setting. Local;
+ * needs no MPI initialisation. */
+int ZMPI_Setting_check(const char *name, const char *value, char *why, int cap);
+
 /* Sets the communicator's configuration. Collective over comm, like
  * MPI_Comm_set_info: every rank calls it. The ranks may set different
  * settings for their point-to-point messages (a receiver decodes any zmpi

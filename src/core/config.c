@@ -397,3 +397,37 @@ int zmpi_config_check(const ZMPI_Config *cfg, char *msg, size_t cap)
             return say(msg, cap, "unknown %s algorithm id %d", ZMPI_Coll_name((ZMPI_Coll)k), cfg->algorithm[k]);
     return 0;
 }
+
+int ZMPI_Setting_info(int index, const char **name, const char **default_value, const char **doc)
+{
+    int n = (int)(sizeof settings / sizeof settings[0]);
+    if (index >= 0 && index < n) {
+        if (name)
+            *name = settings[index].name;
+        if (default_value)
+            *default_value = settings[index].def;
+        if (doc)
+            *doc = settings[index].doc;
+    }
+    return n;
+}
+
+int ZMPI_Setting_check(const char *name, const char *value, char *why, int cap)
+{
+    ZMPI_Config cfg;
+    size_t c = cap > 0 ? (size_t)cap : 0;
+    if (!name || !value)
+        return say(why, c, "no name or value"), MPI_ERR_ARG;
+    zmpi_config_defaults(&cfg);
+    cfg.eb = 1; /* so that ZMPI_EB_MODE is checked as with a bound */
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
+        if (!strcmp(settings[i].name, name)) {
+            if (settings[i].set && settings[i].set(value, &cfg, why, c))
+                return MPI_ERR_ARG;
+            if (why && c)
+                why[0] = '\0';
+            return MPI_SUCCESS;
+        }
+    say(why, c, "unknown zmpi setting");
+    return MPI_ERR_ARG;
+}

@@ -99,8 +99,6 @@ static int keep(zmpi_comm_state *s, MPI_Comm comm, MPI_Message *msg, const MPI_S
 static zmpi_kept *find(zmpi_comm_state *s, int source, int tag, int remove)
 {
     zmpi_kept *k = NULL;
-    if (!s->kept)
-        return NULL;
     pthread_mutex_lock(&s->kept_lock);
     for (zmpi_kept **pp = &s->kept; *pp; pp = &(*pp)->next)
         if (matches(*pp, source, tag)) {

@@ -213,7 +213,8 @@ void zmpi_p2p_op_discard(zmpi_p2p_op *op)
     op->collecting = 1;
     if (!op->finished)
         zmpi_p2p_op_done(op, &s, MPI_SUCCESS);
-    PMPI_Wait(&op->greq, MPI_STATUS_IGNORE); /* frees it (free_fn) */
+    MPI_Request r = op->greq; /* not &op->greq: op is freed inside */
+    PMPI_Wait(&r, MPI_STATUS_IGNORE); /* frees it (free_fn) */
 }
 
 /* Frees op's generalized request (*r is the handle; set to

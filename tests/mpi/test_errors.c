@@ -236,7 +236,12 @@ static void mixed_ends(void)
     if (T.rank % 2 == 0 && T.size > 1)
         MT_CHECK(&T, s1.bytes_sent > s0.bytes_sent && s1.bytes_sent - s0.bytes_sent < (unsigned long long)n * 4 / 2,
                  "the compressing end sent %llu bytes", s1.bytes_sent - s0.bytes_sent);
-    /* too small a receive: a truncation error that says so */
+    /* too small a receive: a truncation error that says so (every sender
+     * compresses here: truncating large raw data is MPI's own business, and
+     * Open MPI 4.1's shared-memory single-copy path writes past the receive
+     * buffer when it does) */
+    cfg.eb_mode = ZMPI_EB_ABS;
+    ZMPI_Comm_set_config(c, &cfg);
     if (T.size > 1) {
         rc = ZMPI_Sendrecv(a, n, MPI_FLOAT, right, 8, b, n / 2, MPI_FLOAT, left, 8, c, MPI_STATUS_IGNORE);
         MT_CHECK(&T, cls_of(rc) == MPI_ERR_TRUNCATE, "truncation: rc %d class %d", rc, cls_of(rc));
@@ -245,10 +250,8 @@ static void mixed_ends(void)
         for (int i = 0; i < n; i++)
             d[i] = a[i];
         rc = ZMPI_Sendrecv(d, n, MPI_DOUBLE, right, 9, b, n, MPI_FLOAT, left, 9, c, MPI_STATUS_IGNORE);
-        /* the raw doubles of an uncompressing sender are bytes MPI cannot tell from floats */
-        if (left % 2 == 0)
-            MT_CHECK(&T, cls_of(rc) == MPI_ERR_TYPE && says(rc, "MPI_DOUBLE"), "doubles as floats: rc %d class %d",
-                     rc, cls_of(rc));
+        MT_CHECK(&T, cls_of(rc) == MPI_ERR_TYPE && says(rc, "MPI_DOUBLE"), "doubles as floats: rc %d class %d", rc,
+                 cls_of(rc));
         free(d);
     }
     /* raw data that reads as a zmpi stream of its own size arrives intact

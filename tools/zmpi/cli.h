@@ -2,6 +2,8 @@
 #define ZMPI_TOOLS_CLI_H
 #include <stddef.h>
 
+/* `zmpi config` (needs the MPI layer's settings table). Returns the exit status. */
+int zmpi_cli_config(int argc, char **argv);
 /* `zmpi codec ...`; argv[0] is the sub-subcommand. Returns the exit status. */
 int zmpi_cli_codec(int argc, char **argv);
 

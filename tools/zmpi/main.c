@@ -15,6 +15,7 @@ static void usage(FILE *f)
             "  codec compress IN OUT ...       raw file -> zmpi stream\n"
             "  codec decompress IN OUT         zmpi stream -> raw file\n"
             "  codec info FILE                 print a stream's header\n"
+            "  config                          every ZMPI_ setting: value, origin, validity\n"
             "  version                         print the library version\n"
             "Run 'zmpi codec --help' for the options.\n");
 }
@@ -27,6 +28,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "codec"))
         return zmpi_cli_codec(argc - 2, argv + 2);
+#ifdef ZMPI_CLI_HAVE_MPI
+    if (!strcmp(argv[1], "config"))
+        return zmpi_cli_config(argc - 2, argv + 2);
+#endif
     if (!strcmp(argv[1], "version")) {
         printf("zmpi %s (stream format %d)\n", zmpi_version(), ZMPI_STREAM_VERSION);
         return 0;
