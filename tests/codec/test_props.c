@@ -5,10 +5,15 @@
  *                    double), non-finite values bit-exact, eb <= rel*range;
  *   lossless codecs: bytes identical;
  *   fixed codecs:    the documented truncation, non-finite bit-exact.
- * Also: threads 1 vs 2 give identical streams, the AVX2 and portable fzl
- * coders give identical bytes, buffers of the worst-case size always suffice,
- * and too-small buffers fail cleanly.
+ * Also: threads 1 vs 2 give identical streams and decodes on inputs of many
+ * segments (so that two threads really split the work), buffers of the
+ * worst-case size always suffice, and too-small buffers fail cleanly.
  *   test_props [--quick]
+ *   test_props --simd   the AVX2 fzl kernels against the portable coder:
+ *                       identical streams and decodes, identical value
+ *                       ranges; exits 77 (skipped) if the library has no
+ *                       AVX2 kernels or the CPU no AVX2, so that it never
+ *                       passes by comparing the portable coder with itself.
  */
 #include "fzl.h"
 #include "testutil.h"
@@ -71,6 +76,61 @@ static void describe(const run_cfg *r, char *buf, size_t len)
     snprintf(buf, len, "codec=%s dtype=%s mode=%s eb=%g seg=%u gen=%s n=%zu", zmpi_codec_name(r->codec),
              r->dt == ZMPI_FLOAT ? "f32" : "f64", r->mode == ZMPI_EB_REL ? "rel" : r->mode == ZMPI_EB_ABS ? "abs" : "none",
              r->eb, r->segment, gen_names[r->gen], r->n);
+}
+
+/* Threads do not change the stream: the input cut into many small segments
+ * (two threads then encode and decode different segments into different
+ * places of one buffer) gives the same stream with 1 and 2 threads, and the
+ * 2-thread decode of it gives the bytes of the 1-thread decode. */
+static void check_threads_same(tstate *ts, const run_cfg *r, const void *x, const char *what)
+{
+    size_t es = zmpi_dtype_size(r->dt), raw = r->n * es;
+    zmpi_ctx *c1 = zmpi_ctx_create(), *c2 = zmpi_ctx_create();
+    zmpi_ctx_set_codec(c1, r->codec);
+    zmpi_ctx_set_codec(c2, r->codec);
+    if (r->mode != ZMPI_EB_NONE) {
+        zmpi_ctx_set_bound(c1, r->mode, r->eb);
+        zmpi_ctx_set_bound(c2, r->mode, r->eb);
+    }
+#ifndef ZMPI_HAVE_OPENMP
+    (void)es;
+    (void)raw;
+    printf("test_props: %s: threads not compared (the library has no OpenMP)\n", what);
+    return;
+#endif
+    /* about 32 segments (at least 128 elements each): 4099 elements are 33
+     * segments of 128, 2^20 are 32 of 32768 */
+    long long seg = ((long long)r->n / 32 + 63) / 64 * 64;
+    seg = seg < 128 ? 128 : seg;
+    zmpi_ctx_set_param(c1, ZMPI_P_SEGMENT, seg);
+    zmpi_ctx_set_param(c2, ZMPI_P_SEGMENT, seg);
+    zmpi_ctx_set_param(c1, ZMPI_P_THREADS, 1);
+    CHECK(ts, zmpi_ctx_set_param(c2, ZMPI_P_THREADS, 2) == 2, "%s: 2 threads not accepted", what);
+    size_t cap = zmpi_max_compressed_size(c1, r->n, r->dt);
+    uint8_t *s1 = malloc(cap), *s2 = malloc(cap);
+    void *y1 = malloc(raw + 1), *y2 = malloc(raw + 1);
+    ptrdiff_t l1 = zmpi_compress(c1, x, r->n, r->dt, s1, cap);
+    ptrdiff_t l2 = zmpi_compress(c2, x, r->n, r->dt, s2, cap);
+    zmpi_stream_info info;
+    int ok = l1 > 0 && zmpi_stream_info_get(s1, (size_t)l1, &info) == ZMPI_OK;
+    CHECK(ts, ok && info.nsegments >= 16 && info.segment == (uint32_t)seg, "%s: %u segments of %u, not many", what,
+          ok ? info.nsegments : 0, ok ? info.segment : 0);
+    CHECK(ts, l1 > 0 && l2 == l1 && memcmp(s1, s2, (size_t)l1) == 0, "%s (segments of %lld): 2 threads give another stream (%td vs %td)",
+          what, seg, l2, l1);
+    if (l1 > 0) {
+        memset(y1, 0x11, raw + 1);
+        memset(y2, 0x22, raw + 1);
+        ptrdiff_t g1 = zmpi_decompress(c1, s1, (size_t)l1, y1, raw);
+        ptrdiff_t g2 = zmpi_decompress(c2, s1, (size_t)l1, y2, raw);
+        CHECK(ts, g1 == (ptrdiff_t)raw && g2 == (ptrdiff_t)raw && memcmp(y1, y2, raw) == 0,
+              "%s (segments of %lld): 2-thread decode differs (%td, %td)", what, seg, g1, g2);
+    }
+    free(s1);
+    free(s2);
+    free(y1);
+    free(y2);
+    zmpi_ctx_free(c1);
+    zmpi_ctx_free(c2);
 }
 
 /* One round trip with all the checks. */
@@ -164,14 +224,8 @@ static void roundtrip(tstate *ts, const run_cfg *r, const void *x, int check_thr
         CHECK(ts, raw == 0 ? g2 == 0 : g2 == ZMPI_ERR_DST_TOO_SMALL, "%s: short output -> %td", what, g2);
     }
     /* Threads do not change the stream. */
-    if (check_threads && !inter) {
-        zmpi_ctx_set_param(ctx, ZMPI_P_THREADS, 2);
-        ptrdiff_t l3 = zmpi_compress(ctx, x, r->n, r->dt, buf2, cap);
-        CHECK(ts, l3 == len && memcmp(buf, buf2, (size_t)len) == 0, "%s: 2 threads give another stream", what);
-        memset(y, 0, raw);
-        ptrdiff_t g3 = zmpi_decompress(ctx, buf, (size_t)len, y, raw);
-        CHECK(ts, g3 == (ptrdiff_t)raw, "%s: 2-thread decode", what);
-    }
+    if (check_threads && !inter)
+        check_threads_same(ts, r, x, what);
 out:
     zmpi_channel_free(chs);
     zmpi_channel_free(chr);
@@ -257,30 +311,41 @@ static void test_large(tstate *ts, int quick)
     }
 }
 
-/* The AVX2 and portable fzl coders write and read the same bytes. */
+#ifdef ZMPI_HAVE_AVX2
+/* The AVX2 and portable fzl coders write and read the same bytes (every
+ * generator, float and double, two bounds, a count with a tail after the
+ * 16-value blocks and one without). */
 static void test_fzl_paths(tstate *ts)
 {
-    size_t n = 5003;
-    double *v = malloc(sizeof(double) * n);
+    const size_t ns[2] = {5003, 4096};
+    const double ebs[2] = {1e-3, 1e-6};
+    size_t nmax = 5003;
+    double *v = malloc(sizeof(double) * nmax);
     uint8_t *a = malloc(1 << 20), *b = malloc(1 << 20);
-    double *y1 = malloc(sizeof(double) * n), *y2 = malloc(sizeof(double) * n);
+    double *y1 = malloc(sizeof(double) * nmax), *y2 = malloc(sizeof(double) * nmax);
     for (int g = 0; g < GEN_COUNT; g++) {
-        for (int dti = 0; dti < 2; dti++) {
-            zmpi_dtype dt = dti ? ZMPI_DOUBLE : ZMPI_FLOAT;
-            gen_fill(v, n, g, 1e-3, 99);
-            void *x = make_input(v, n, dt);
-            zc_seg s = {.dtype = dt, .n = n, .eb = 1e-3, .param = 16, .hist = NULL};
-            ptrdiff_t la = zc_fzl_encode_impl(&s, x, a, 1 << 20, 1);
-            ptrdiff_t lb = zc_fzl_encode_impl(&s, x, b, 1 << 20, 0);
-            CHECK(ts, la > 0 && la == lb && memcmp(a, b, (size_t)la) == 0, "fzl simd/portable streams differ (gen %s, %s)",
-                  gen_names[g], dti ? "f64" : "f32");
-            if (la > 0) {
-                int r1 = zc_fzl_decode_impl(&s, a, (size_t)la, y1, 1);
-                int r2 = zc_fzl_decode_impl(&s, a, (size_t)la, y2, 0);
-                CHECK(ts, r1 == 0 && r2 == 0 && memcmp(y1, y2, n * zmpi_dtype_size(dt)) == 0,
-                      "fzl simd/portable decodes differ (gen %s)", gen_names[g]);
+        for (int k = 0; k < 4; k++) {
+            size_t n = ns[k % 2];
+            double eb = ebs[k / 2];
+            for (int dti = 0; dti < 2; dti++) {
+                zmpi_dtype dt = dti ? ZMPI_DOUBLE : ZMPI_FLOAT;
+                gen_fill(v, n, g, eb, 99 + (uint64_t)k);
+                void *x = make_input(v, n, dt);
+                zc_seg s = {.dtype = dt, .n = n, .eb = eb, .param = 16, .hist = NULL};
+                ptrdiff_t la = zc_fzl_encode_impl(&s, x, a, 1 << 20, 1);
+                ptrdiff_t lb = zc_fzl_encode_impl(&s, x, b, 1 << 20, 0);
+                CHECK(ts, la > 0 && la == lb && memcmp(a, b, (size_t)la) == 0,
+                      "fzl simd/portable streams differ (gen %s, %s, n %zu, eb %g)", gen_names[g],
+                      dti ? "f64" : "f32", n, eb);
+                if (la > 0 && lb > 0) {
+                    int r1 = zc_fzl_decode_impl(&s, b, (size_t)lb, y1, 1);
+                    int r2 = zc_fzl_decode_impl(&s, b, (size_t)lb, y2, 0);
+                    CHECK(ts, r1 == 0 && r2 == 0 && memcmp(y1, y2, n * zmpi_dtype_size(dt)) == 0,
+                          "fzl simd/portable decodes differ (gen %s, %s, n %zu, eb %g)", gen_names[g],
+                          dti ? "f64" : "f32", n, eb);
+                }
+                free(x);
             }
-            free(x);
         }
     }
     free(v);
@@ -288,6 +353,53 @@ static void test_fzl_paths(tstate *ts)
     free(b);
     free(y1);
     free(y2);
+}
+
+/* The AVX2 value range (REL bounds of floats) against a plain loop over
+ * the finite values. */
+int zc_range_f32_avx2(const float *x, size_t n, double *mn, double *mx);
+static void test_range_avx2(tstate *ts)
+{
+    size_t n = 4099;
+    double *v = malloc(sizeof(double) * n);
+    for (int g = 0; g < GEN_COUNT; g++) {
+        for (size_t m = 0; m <= n; m += m < 40 ? 1 : 1013) {
+            gen_fill(v, m, g, 1e-3, 7);
+            float *x = make_input(v, m, ZMPI_FLOAT);
+            float lo = INFINITY, hi = -INFINITY;
+            for (size_t i = 0; i < m; i++)
+                if (isfinite(x[i])) {
+                    lo = x[i] < lo ? x[i] : lo;
+                    hi = x[i] > hi ? x[i] : hi;
+                }
+            double a = 0, b = 0;
+            int ok = zc_range_f32_avx2(x, m, &a, &b);
+            CHECK(ts, ok == (lo <= hi) && (!ok || (a == lo && b == hi)),
+                  "avx2 range (gen %s, n %zu): %d [%g, %g], want [%g, %g]", gen_names[g], m, ok, a, b, lo, hi);
+            free(x);
+        }
+    }
+    free(v);
+}
+#endif
+
+/* test_props --simd: exit 77 (ctest: skipped) where there is nothing to compare. */
+static int simd_main(void)
+{
+#ifndef ZMPI_HAVE_AVX2
+    printf("test_props --simd: SKIPPED: the library was built without AVX2 kernels\n");
+    return 77;
+#else
+    if (!zc_have_avx2()) {
+        printf("test_props --simd: SKIPPED: this CPU has no AVX2\n");
+        return 77;
+    }
+    tstate ts = {0, 0};
+    test_fzl_paths(&ts);
+    test_range_avx2(&ts);
+    printf("test_props --simd: %ld checks, %ld failures\n", ts.checks, ts.failures);
+    return ts.failures || ts.checks == 0 ? 1 : 0;
+#endif
 }
 
 /* Inter-step channels: lock-step, reset on size change, desync detection,
@@ -403,10 +515,11 @@ static void test_api_errors(tstate *ts)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--simd"))
+        return simd_main();
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
     tstate ts = {0, 0};
     test_api_errors(&ts);
-    test_fzl_paths(&ts);
     test_channels(&ts);
     test_all_codecs(&ts, quick);
     test_large(&ts, quick);

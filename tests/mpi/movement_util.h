@@ -140,6 +140,22 @@ static inline void mv_account(mv_run *r, const ZMPI_Stats *s0, const ZMPI_Stats 
     r->sent += (double)(s1->bytes_sent - s0->bytes_sent);
 }
 
+/* After a call of coll on MPI_COMM_WORLD in the series (its algorithm named
+ * r->aname configured): ZMPI_Stats.last_algorithm names the algorithm that
+ * must have run (ZMPI_ALGO_MPI at one rank, where every call runs plain). A
+ * series named "default" runs the default choice: nothing to compare. */
+#define mv_check_algo(r, coll, what) mv_check_algo_at(r, coll, what, __FILE__, __LINE__)
+static inline void mv_check_algo_at(mv_run *r, ZMPI_Coll coll, const char *what, const char *file, int line)
+{
+    if (!strcmp(r->aname, "default"))
+        return;
+    int id = ZMPI_Coll_algorithm_from_name(coll, r->aname);
+    MT_CHECK_AT(r->t, file, line, id > 0, "%s: unknown algorithm %s", what, r->aname);
+    if (id > 0)
+        mt_check_ran_at(r->t, MPI_COMM_WORLD, coll, r->t->size > 1 ? mt_algo_ran(coll, id, r->t->size) : ZMPI_ALGO_MPI,
+                        what, file, line);
+}
+
 /* Prints (rank 0) the max err / bound over all ranks and the compression
  * ratio over all compressions of the series: "REPORT <coll> <algo> ...".
  * n: elements of the largest call of the series (0: several sizes). */

@@ -7,6 +7,8 @@
  *       ... MT_CHECK(&t, cond, "fmt", ...);
  *       return mt_finish(&t);      // prints "<name> np=N: X checks, Y failures" on rank 0
  *   }
+ * mt_finish fails (exit status 1 on every rank) if any check failed on any
+ * rank, or if any rank ran no check at all.
  */
 #ifndef ZMPI_MPITEST_H
 #define ZMPI_MPITEST_H
@@ -26,22 +28,23 @@ typedef struct mt_state {
     long checks, failures;
 } mt_state;
 
-#define MT_CHECK(t, cond, ...)                                                          \
+#define MT_CHECK(t, cond, ...) MT_CHECK_AT(t, __FILE__, __LINE__, cond, __VA_ARGS__)
+/* The same, reporting the given source location (for checks in helpers). */
+#define MT_CHECK_AT(t, file, line, cond, ...)                                           \
     do {                                                                                \
         (t)->checks++;                                                                  \
         if (!(cond)) {                                                                  \
             if ((t)->failures++ < 20) {                                                 \
                 fprintf(stderr, "FAIL [rank %d/%d] %s:%d: %s: ", (t)->rank, (t)->size,  \
-                        __FILE__, __LINE__, #cond);                                     \
+                        file, line, #cond);                                             \
                 fprintf(stderr, __VA_ARGS__);                                           \
                 fprintf(stderr, "\n");                                                  \
             }                                                                           \
         }                                                                               \
     } while (0)
 
-static inline void mt_init(mt_state *t, int *argc, char ***argv, const char *name)
+static inline void mt_setup(mt_state *t, const char *name)
 {
-    MPI_Init(argc, argv);
     t->name = name;
     t->checks = t->failures = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &t->rank);
@@ -49,17 +52,38 @@ static inline void mt_init(mt_state *t, int *argc, char ***argv, const char *nam
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
 
+static inline void mt_init(mt_state *t, int *argc, char ***argv, const char *name)
+{
+    MPI_Init(argc, argv);
+    mt_setup(t, name);
+}
+
+/* MPI_Init_thread with the required level; returns the level provided. */
+static inline int mt_init_thread(mt_state *t, int *argc, char ***argv, const char *name, int required)
+{
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Init_thread(argc, argv, required, &provided);
+    mt_setup(t, name);
+    return provided;
+}
+
 static inline int mt_finish(mt_state *t)
 {
+    /* A rank that ran no check verified nothing: that is a failure, never a
+     * pass (a test that has nothing to check at some rank count must not be
+     * registered there). */
+    if (t->checks == 0) {
+        fprintf(stderr, "FAIL [rank %d/%d] %s: ran 0 checks\n", t->rank, t->size, t->name);
+        t->failures++;
+    }
     long loc[2] = {t->checks, t->failures}, tot[2] = {0, 0};
     MPI_Reduce(loc, tot, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (t->rank == 0)
         printf("%s np=%d: %ld checks, %ld failures\n", t->name, t->size, tot[0], tot[1]);
-    int bad = 0, any = 0;
-    bad = t->failures > 0;
+    int bad = t->failures > 0, any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     MPI_Finalize();
-    return any ? 1 : 0;
+    return any ? 1 : 0; /* on every rank */
 }
 
 /* Fills n elements (float or double) from a real field of the shared data
@@ -162,5 +186,48 @@ static inline void mt_config(MPI_Comm comm, zmpi_codec codec, zmpi_eb_mode mode,
     cfg.min_bytes = min_bytes;
     ZMPI_Comm_set_config(comm, &cfg);
 }
+
+/* The algorithm that runs when `algo` (an id of ZMPI_Coll_algorithms) is
+ * configured for coll on `size` ranks: the algorithm itself, except for the
+ * documented fallbacks - Allgather `rdb` and Reduce_scatter `rhd` run the
+ * ring when size is not a power of two. */
+static inline int mt_algo_ran(ZMPI_Coll coll, int algo, int size)
+{
+    int pow2 = size > 0 && (size & (size - 1)) == 0;
+    if (!pow2 && ((coll == ZMPI_COLL_ALLGATHER && algo == ZMPI_Coll_algorithm_from_name(coll, "rdb")) ||
+                  (coll == ZMPI_COLL_REDUCE_SCATTER && algo == ZMPI_Coll_algorithm_from_name(coll, "rhd"))))
+        return ZMPI_Coll_algorithm_from_name(coll, "ring");
+    return algo;
+}
+
+/* Checks that the last call of coll on comm ran algorithm `want`
+ * (ZMPI_Stats.last_algorithm; ZMPI_ALGO_MPI: it ran as plain MPI). */
+#define mt_check_ran(t, comm, coll, want, what) mt_check_ran_at(t, comm, coll, want, what, __FILE__, __LINE__)
+static inline void mt_check_ran_at(mt_state *t, MPI_Comm comm, ZMPI_Coll coll, int want, const char *what,
+                                   const char *file, int line)
+{
+    ZMPI_Stats s;
+    memset(&s, 0, sizeof s);
+    ZMPI_Comm_get_stats(comm, &s);
+    MT_CHECK_AT(t, file, line, s.last_algorithm[coll] == want, "%s: %s ran algorithm %d, expected %d", what,
+                ZMPI_Coll_name(coll), s.last_algorithm[coll], want);
+}
+
+/* After a call of coll with `algo` configured (an explicit id or
+ * ZMPI_ALGO_MPI) that ran compressed if `compressed`, else as plain MPI:
+ * the algorithm that must have run. */
+#define mt_check_algo(t, comm, coll, algo, compressed, what)                                                       \
+    mt_check_ran_at(t, comm, coll, (compressed) ? mt_algo_ran(coll, algo, (t)->size) : ZMPI_ALGO_MPI, what,        \
+                    __FILE__, __LINE__)
+
+/* Only coll's entry of last_algorithm changed between s0 and s1 (a
+ * collective built from other collectives' pieces must not report theirs). */
+#define mt_check_only(t, s0, s1, coll, what)                                                                      \
+    do {                                                                                                         \
+        int other_ = 0;                                                                                           \
+        for (int k_ = 0; k_ < ZMPI_COLL_COUNT; k_++)                                                              \
+            other_ += k_ != (int)(coll) && (s0)->last_algorithm[k_] != (s1)->last_algorithm[k_];                  \
+        MT_CHECK(t, other_ == 0, "%s: %d other collectives' last_algorithm changed", what, other_);               \
+    } while (0)
 
 #endif

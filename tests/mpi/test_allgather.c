@@ -5,8 +5,10 @@
  * gaps (v), MPI_IN_PLACE, a derived sendtype; every element checked against
  * plain MPI and the bound (ring: one compression of the owner's block, the
  * own block exact; cprp2p: result scope <= eb, message scope <= (N-1) hops);
- * fallbacks byte-identical; white noise; statistics prove the compressed
- * path ran.
+ * fallbacks byte-identical; white noise; double/REL for every algorithm;
+ * statistics prove the compressed path ran, and last_algorithm that the
+ * configured algorithm ran (rdb: the ring where N is not a power of two;
+ * plain MPI for the fallbacks).
  */
 #include "movement_util.h"
 
@@ -80,6 +82,7 @@ static void one(run *r, int kind, int base, int in_place, int noise)
              in_place);
     MT_CHECK(t, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
     MT_CHECK(t, s1.compressed == s0.compressed + (size > 1), "%s: compressed path did not run", what);
+    mv_check_algo(r, ZMPI_COLL_ALLGATHER, what);
     mv_same(t, what, send, orig, mine * es);
     mv_account(r, &s0, &s1);
     double global = 0; /* range of all blocks (cprp2p, result scope, REL) */
@@ -145,6 +148,18 @@ static void sweep(mt_state *t, int algo, const char *aname, int first)
             one(&q, 0, large, ti == 1, 0);
             mv_report(&q, "allgather", (size_t)large * (size_t)size);
         }
+    if (!first) {
+        /* double/REL for the other algorithms too: blocks of 1, an odd number
+         * (in place), uneven v blocks, fewer elements than ranks, and 2^18 in all */
+        run r = mv_run_make(t, MPI_DOUBLE, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, aname);
+        mv_config(MPI_COMM_WORLD, ZMPI_COLL_ALLGATHER, algo, r.mode, r.eb, r.scope, 0, 4096);
+        one(&r, 0, 1, 0, 0);
+        one(&r, 0, 12345, 1, 0);
+        one(&r, 1, 1000, 0, 0);
+        one(&r, 2, 0, 0, 0);
+        one(&r, 0, (1 << 18) / size + 1, 0, 0);
+        mv_report(&r, "allgather", 0);
+    }
     for (int mi = 0; mi < 2; mi++) { /* message scope: cprp2p's error grows per hop */
         run r = mv_run_make(t, MPI_FLOAT, modes[mi], ebs[mi], ZMPI_SCOPE_MESSAGE, aname);
         mv_config(MPI_COMM_WORLD, ZMPI_COLL_ALLGATHER, algo, r.mode, r.eb, r.scope, 0, 4096);
@@ -227,6 +242,7 @@ static void fallbacks(mt_state *t)
                                : k == 2 ? s1.fallback_small - s0.fallback_small
                                         : s1.fallback_config - s0.fallback_config;
         MT_CHECK(t, d == 1, "allgather fallback %d not counted", k);
+        mt_check_ran(t, MPI_COMM_WORLD, ZMPI_COLL_ALLGATHER, ZMPI_ALGO_MPI, "allgather fallback");
         if (k == 2)
             continue;
         int *counts = malloc((size_t)size * sizeof(int)), *displs = malloc((size_t)size * sizeof(int));
@@ -237,6 +253,7 @@ static void fallbacks(mt_state *t)
         memset(a, 0x5c, total * 8);
         memset(b, 0x5c, total * 8);
         ZMPI_Allgatherv(send, counts[t->rank], type, a, counts, displs, type, MPI_COMM_WORLD);
+        mt_check_ran(t, MPI_COMM_WORLD, ZMPI_COLL_ALLGATHER, ZMPI_ALGO_MPI, "allgatherv fallback");
         MPI_Allgatherv(send, counts[t->rank], type, b, counts, displs, type, MPI_COMM_WORLD);
         mv_same(t, "allgatherv fallback", a, b, total * 8);
         free(counts);

@@ -14,6 +14,8 @@
  * must be counted as compressed (no silent fallback); every fallback
  * (MPI_INT, a user op, MPI_PROD, a contiguous derived type, below
  * min_bytes, ZMPI_ALGO_MPI, no bound) must be byte-identical to MPI.
+ * ZMPI_Stats.last_algorithm must name the configured algorithm after every
+ * compressed call, plain MPI after every fallback.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdlib.h>
@@ -72,6 +74,8 @@ static int one(const rt_case *k, size_t n, int inplace, rt_data data, int algo, 
         MT_CHECK(&T, s1.compressed == s0.compressed + 1, "%s n=%zu: not run compressed", aname, n);
     else
         MT_CHECK(&T, s1.fallback_small == s0.fallback_small + 1, "np=1 must fall back");
+    mt_check_algo(&T, comm, ZMPI_COLL_ALLREDUCE, algo, nranks > 1, aname);
+    mt_check_only(&T, &s0, &s1, ZMPI_COLL_ALLREDUCE, aname);
 
     int extra = algo == id_cprp2p ? nranks - 1 : 1;
     double bound = rt_bound(k, R, nranks, nranks - 1, extra); /* rhd: a tree of N-1 merges, partials no wider */
@@ -282,6 +286,7 @@ static void fallback_one(const char *what, const void *in, size_t bytes, int cou
     MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
     MT_CHECK(&T, !memcmp(a, b, bytes), "%s: result differs from MPI", what);
     MT_CHECK(&T, s1.compressed == s0.compressed, "%s: counted as compressed", what);
+    mt_check_ran(&T, comm, ZMPI_COLL_ALLREDUCE, ZMPI_ALGO_MPI, what);
     if (expect_type)
         MT_CHECK(&T, s1.fallback_type == s0.fallback_type + 1, "%s: not counted as type fallback", what);
     if (expect_small)

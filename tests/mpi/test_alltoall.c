@@ -5,7 +5,8 @@
  * gaps (v), MPI_IN_PLACE (symmetric counts for v), a derived sendtype; every
  * element checked against plain MPI and the bound of its block (the block a
  * rank sends itself exact); fallbacks byte-identical; white noise;
- * statistics prove the compressed path ran.
+ * statistics prove the compressed path ran, and last_algorithm that the
+ * configured algorithm ran (plain MPI for the fallbacks).
  */
 #include "movement_util.h"
 
@@ -91,6 +92,7 @@ static void one(run *r, int kind, int base, int in_place, int noise)
              mv_tname(r->type), r->mode == ZMPI_EB_ABS ? "abs" : "rel", r->eb, base, in_place);
     MT_CHECK(t, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
     MT_CHECK(t, s1.compressed == s0.compressed + (size > 1), "%s: compressed path did not run", what);
+    mv_check_algo(r, ZMPI_COLL_ALLTOALL, what);
     mv_same(t, what, send, orig, ls.total * es);
     mv_account(r, &s0, &s1);
     for (int i = 0; i < size; i++) {
@@ -214,6 +216,7 @@ static void fallbacks(mt_state *t)
                                : k == 2 ? s1.fallback_small - s0.fallback_small
                                         : s1.fallback_config - s0.fallback_config;
         MT_CHECK(t, d == 1, "alltoall fallback %d not counted", k);
+        mt_check_ran(t, MPI_COMM_WORLD, ZMPI_COLL_ALLTOALL, ZMPI_ALGO_MPI, "alltoall fallback");
         if (k == 2)
             continue;
         int *c = malloc((size_t)size * sizeof(int)), *d0 = malloc((size_t)size * sizeof(int));
@@ -224,6 +227,7 @@ static void fallbacks(mt_state *t)
         memset(a, 0x5c, total * 8);
         memset(b, 0x5c, total * 8);
         ZMPI_Alltoallv(send, c, d0, type, a, c, d0, type, MPI_COMM_WORLD);
+        mt_check_ran(t, MPI_COMM_WORLD, ZMPI_COLL_ALLTOALL, ZMPI_ALGO_MPI, "alltoallv fallback");
         MPI_Alltoallv(send, c, d0, type, b, c, d0, type, MPI_COMM_WORLD);
         mv_same(t, "alltoallv fallback", a, b, total * 8);
         free(c);

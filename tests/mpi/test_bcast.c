@@ -1,9 +1,12 @@
 /*
- * ZMPI_Bcast: every algorithm, float and double, ABS and REL, counts 0, 1,
- * fewer than ranks, not divisible, large (1 Mi elements of a real field),
- * several roots; bounds checked on every element against plain MPI_Bcast;
- * cprp2p in both scopes; fallbacks byte-identical; white noise with a bound
- * below float resolution; statistics prove the compressed path ran.
+ * ZMPI_Bcast: every algorithm, float and double, ABS and REL (double/REL
+ * for every algorithm too), counts 0, 1, fewer than ranks, not divisible,
+ * large (1 Mi elements of a real field), roots 0, N/2 and N-1 in the sweep
+ * and every root with every algorithm; bounds checked on every element
+ * against plain MPI_Bcast; cprp2p in both scopes; fallbacks byte-identical;
+ * white noise with a bound below float resolution; statistics prove the
+ * compressed path ran, and ZMPI_Stats.last_algorithm that the configured
+ * algorithm ran (plain MPI for the fallbacks).
  */
 #include "movement_util.h"
 
@@ -54,6 +57,7 @@ static void one(run *r, size_t count, int root, int noise)
              mv_tname(r->type), r->mode == ZMPI_EB_ABS ? "abs" : "rel", r->eb, (int)r->scope, count, root);
     MT_CHECK(t, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
     MT_CHECK(t, s1.compressed == s0.compressed + (t->size > 1), "%s: compressed path did not run", what);
+    mv_check_algo(r, ZMPI_COLL_BCAST, what);
     if (t->rank == root) {
         mv_same(t, what, buf, orig, bytes); /* the root's buffer is untouched */
         mv_account(r, &s0, &s1);
@@ -103,6 +107,16 @@ static void sweep(mt_state *t, int algo, const char *aname, int first)
                     one(&r, counts[ci], roots[ri], 0);
                 }
         }
+    if (!first) {
+        /* double/REL for the other algorithms too: counts 1, < ranks, odd and
+         * 60001 (15 pipeline chunks), the root moving */
+        run r = mv_run_make(t, MPI_DOUBLE, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, aname);
+        mv_config(MPI_COMM_WORLD, ZMPI_COLL_BCAST, algo, r.mode, r.eb, r.scope, 0, 4096);
+        size_t dcounts[4] = {1, (size_t)(size > 1 ? size - 1 : 1), 12345, 60001};
+        for (int ci = 0; ci < 4; ci++)
+            one(&r, dcounts[ci], roots[ci % 3], 0);
+        mv_report(&r, "bcast", 0);
+    }
     /* message scope: the published per-message semantics (cprp2p: error per hop) */
     for (int mi = 0; mi < 2; mi++) {
         run r = mv_run_make(t, MPI_FLOAT, modes[mi], ebs[mi], ZMPI_SCOPE_MESSAGE, aname);
@@ -120,6 +134,20 @@ static void sweep(mt_state *t, int algo, const char *aname, int first)
         r.eb = 1e-9;
         mv_config(MPI_COMM_WORLD, ZMPI_COLL_BCAST, algo, r.mode, r.eb, r.scope, 0, 4096);
         one(&r, 30000, size - 1, 1);
+    }
+}
+
+/* Every root with every algorithm (the sweep uses roots 0, N/2 and N-1):
+ * one float/ABS and one double/REL broadcast each, small. */
+static void every_root(mt_state *t, int algo, const char *aname)
+{
+    for (int root = 0; root < t->size; root++) {
+        run r = mv_run_make(t, MPI_FLOAT, ZMPI_EB_ABS, 1e-3, ZMPI_SCOPE_RESULT, aname);
+        mv_config(MPI_COMM_WORLD, ZMPI_COLL_BCAST, algo, r.mode, r.eb, r.scope, 0, 1024);
+        one(&r, 5000, root, 0);
+        r = mv_run_make(t, MPI_DOUBLE, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, aname);
+        mv_config(MPI_COMM_WORLD, ZMPI_COLL_BCAST, algo, r.mode, r.eb, r.scope, 0, 1024);
+        one(&r, 3001 + (size_t)root, root, 0);
     }
 }
 
@@ -141,6 +169,7 @@ static void fallbacks(mt_state *t)
     mv_same(t, "bcast MPI_INT", a, b, (size_t)n * 4);
     MT_CHECK(t, s1.fallback_type == s0.fallback_type + 1 && s1.compressed == s0.compressed,
              "MPI_INT not counted");
+    mt_check_ran(t, MPI_COMM_WORLD, ZMPI_COLL_BCAST, ZMPI_ALGO_MPI, "bcast MPI_INT");
     /* a contiguous derived type of floats */
     MPI_Datatype four;
     MPI_Type_contiguous(4, MPI_FLOAT, &four);
@@ -157,6 +186,7 @@ static void fallbacks(mt_state *t)
     MPI_Bcast(b, n / 4, four, root, MPI_COMM_WORLD);
     mv_same(t, "bcast derived type", a, b, (size_t)n * 4);
     MT_CHECK(t, s1.fallback_type == s0.fallback_type + 1, "derived type not counted as fallback");
+    mt_check_ran(t, MPI_COMM_WORLD, ZMPI_COLL_BCAST, ZMPI_ALGO_MPI, "bcast derived type");
     MPI_Type_free(&four);
     /* below min_bytes, no bound, ZMPI_ALGO_MPI */
     for (int k = 0; k < 3; k++) {
@@ -181,6 +211,7 @@ static void fallbacks(mt_state *t)
         MPI_Bcast(b, n, MPI_DOUBLE, root, MPI_COMM_WORLD);
         mv_same(t, "bcast fallback", a, b, (size_t)n * 8);
         MT_CHECK(t, s1.compressed == s0.compressed, "fallback %d ran compressed", k);
+        mt_check_ran(t, MPI_COMM_WORLD, ZMPI_COLL_BCAST, ZMPI_ALGO_MPI, "bcast fallback");
         if (k == 0)
             MT_CHECK(t, s1.fallback_small == s0.fallback_small + 1, "below min_bytes not counted");
         else
@@ -190,12 +221,17 @@ static void fallbacks(mt_state *t)
     free(b);
 }
 
-/* The default algorithm switches to the pipeline for large messages. */
+/* The default algorithm switches to the pipeline for large messages below
+ * 4 ranks (from 4 chunks), to scatter_allgather from 4 ranks and 4096
+ * elements per rank (README). */
 static void default_algo(mt_state *t)
 {
     run r = mv_run_make(t, MPI_DOUBLE, ZMPI_EB_REL, 1e-5, ZMPI_SCOPE_RESULT, "default");
     mv_config(MPI_COMM_WORLD, ZMPI_COLL_BCAST, ZMPI_ALGO_DEFAULT, r.mode, r.eb, r.scope, 65536, 4096);
-    one(&r, 40000, t->size / 2, 0);
+    one(&r, 40000, t->size / 2, 0); /* 40000 >= 4 chunks of 4096, >= 4096 per rank up to 9 ranks */
+    int want = t->size >= 4 ? ZMPI_Coll_algorithm_from_name(ZMPI_COLL_BCAST, "scatter_allgather")
+                            : ZMPI_Coll_algorithm_from_name(ZMPI_COLL_BCAST, "pipelined");
+    mt_check_algo(t, MPI_COMM_WORLD, ZMPI_COLL_BCAST, want, t->size > 1, "bcast default, 40000 doubles");
 }
 
 int main(int argc, char **argv)
@@ -206,8 +242,10 @@ int main(int argc, char **argv)
     const char *names[MAXALGO];
     int n = ZMPI_Coll_algorithms(ZMPI_COLL_BCAST, MAXALGO, ids, names, NULL);
     MT_CHECK(&t, n >= 3, "bcast has %d algorithms", n);
-    for (int a = 0; a < n && a < MAXALGO; a++)
+    for (int a = 0; a < n && a < MAXALGO; a++) {
         sweep(&t, ids[a], names[a], a == 0);
+        every_root(&t, ids[a], names[a]);
+    }
     fallbacks(&t);
     default_algo(&t);
     return mt_finish(&t);

@@ -2,10 +2,11 @@
  * ZMPI_Gather and ZMPI_Gatherv: every algorithm, float and double, ABS and
  * REL, blocks of 0, 1, a few, an odd number and many elements (>= 1 Mi in
  * all, a real field with per-rank offsets), uneven blocks with zeros and
- * gaps (v), roots 0 and N-1, MPI_IN_PLACE at the root, a derived sendtype at
- * the root; every element checked against plain MPI and the bound of its
- * block; fallbacks byte-identical; white noise; statistics prove the
- * compressed path ran. cprp2p (compress per hop) in both scopes: result
+ * gaps (v), roots 0, N/2 and N-1 in the sweep and every root with every
+ * algorithm, MPI_IN_PLACE at the root, a derived sendtype at the root; every
+ * element checked against plain MPI and the bound of its block; fallbacks
+ * byte-identical; white noise; statistics prove the compressed path ran,
+ * and last_algorithm that the configured algorithm ran. cprp2p (compress per hop) in both scopes: result
  * scope within the user's bound (REL: of the range of all blocks), message
  * scope within one bound per compression of the block; the bytes compressed
  * over all ranks show that every inner rank recompressed its subtree.
@@ -91,6 +92,7 @@ static void one(run *r, int kind, int base, int root, int in_place, int noise)
              in_place);
     MT_CHECK(t, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
     MT_CHECK(t, s1.compressed == s0.compressed + (size > 1), "%s: compressed path did not run", what);
+    mv_check_algo(r, ZMPI_COLL_GATHER, what);
     mv_same(t, what, send, orig, mine * es); /* the send buffer is untouched */
     mv_account(r, &s0, &s1);
     /* bytes compressed over all ranks: each block once (cprp2p: once per
@@ -190,6 +192,21 @@ static void sweep(mt_state *t, int algo, const char *aname)
     one(&r, 1, 7000, 0, 0, 0); /* v with the default threshold: small blocks uncompressed */
 }
 
+/* Every root with every algorithm (the sweep uses roots 0, N/2 and N-1):
+ * one Gather (float, ABS; in place at odd roots) and one Gatherv (double,
+ * REL, uneven blocks with zeros and gaps) each, small. */
+static void every_root(mt_state *t, int algo, const char *aname)
+{
+    for (int root = 0; root < t->size; root++) {
+        run r = mv_run_make(t, MPI_FLOAT, ZMPI_EB_ABS, 1e-3, ZMPI_SCOPE_RESULT, aname);
+        mv_config(MPI_COMM_WORLD, ZMPI_COLL_GATHER, algo, r.mode, r.eb, r.scope, 0, 4096);
+        one(&r, 0, 2000, root, root % 2, 0);
+        r = mv_run_make(t, MPI_DOUBLE, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, aname);
+        mv_config(MPI_COMM_WORLD, ZMPI_COLL_GATHER, algo, r.mode, r.eb, r.scope, 0, 4096);
+        one(&r, 1, 500, root, 0, 0);
+    }
+}
+
 /* The root sends its own block as a derived datatype of floats. */
 static void derived_root_sendtype(mt_state *t)
 {
@@ -256,6 +273,7 @@ static void fallbacks(mt_state *t)
                                : k == 2 ? s1.fallback_small - s0.fallback_small
                                         : s1.fallback_config - s0.fallback_config;
         MT_CHECK(t, d == 1, "gather fallback %d not counted", k);
+        mt_check_ran(t, MPI_COMM_WORLD, ZMPI_COLL_GATHER, ZMPI_ALGO_MPI, "gather fallback");
         if (k == 2)
             continue; /* Gatherv compresses regardless of min_bytes */
         int *counts = malloc((size_t)size * sizeof(int)), *displs = malloc((size_t)size * sizeof(int));
@@ -266,6 +284,7 @@ static void fallbacks(mt_state *t)
         memset(a, 0x5c, total * 8);
         memset(b, 0x5c, total * 8);
         ZMPI_Gatherv(send, counts[t->rank], type, a, counts, displs, type, root, MPI_COMM_WORLD);
+        mt_check_ran(t, MPI_COMM_WORLD, ZMPI_COLL_GATHER, ZMPI_ALGO_MPI, "gatherv fallback");
         MPI_Gatherv(send, counts[t->rank], type, b, counts, displs, type, root, MPI_COMM_WORLD);
         mv_same(t, "gatherv fallback", a, b, total * 8);
         free(counts);
@@ -287,8 +306,10 @@ int main(int argc, char **argv)
     MT_CHECK(&t, n >= 1, "gather has %d algorithms", n);
     MT_CHECK(&t, ZMPI_Coll_algorithm_from_name(ZMPI_COLL_GATHER, "cprp2p") > 0,
              "gather: no cprp2p algorithm");
-    for (int a = 0; a < n && a < MAXALGO; a++)
+    for (int a = 0; a < n && a < MAXALGO; a++) {
         sweep(&t, ids[a], names[a]);
+        every_root(&t, ids[a], names[a]);
+    }
     derived_root_sendtype(&t);
     fallbacks(&t);
     return mt_finish(&t);

@@ -11,6 +11,12 @@
  * - An explicitly chosen algorithm is run even where the model says no.
  * - ZMPI_NET_BW / ZMPI_NET_LAT / ZMPI_CODEC_SPEED / ZMPI_RATIO parse units
  *   and reject malformed values.
+ * - The estimates of every collective and of point-to-point equal the
+ *   closed-form formulas documented above model_ratio in src/core/call.c
+ *   (computed here independently), for float and double, 1 and 3 codec
+ *   threads, a configured ratio and the built-in ratio estimate (REL bits
+ *   per value, reductions in result scope, ABS, lossless, fixed precision,
+ *   the clamps).
  * No timing is measured: only the model's arithmetic and the decisions.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -98,6 +104,7 @@ static void fallback(void)
                  s1.fallback_model, s0.compressed, s1.compressed);
         MT_CHECK(&T, !memcmp(a, b, n * sizeof *a), "model fallback differs from MPI");
     }
+    mt_check_ran(&T, comm, ZMPI_COLL_ALLREDUCE, ZMPI_ALGO_MPI, "100 Gb/s allreduce");
     memcpy(a, in, n * sizeof *a);
     memcpy(b, in, n * sizeof *b);
     MPI_Bcast(a, (int)n, MPI_FLOAT, 0, comm);
@@ -107,6 +114,7 @@ static void fallback(void)
     MT_CHECK(&T, rc == MPI_SUCCESS && !memcmp(a, b, n * sizeof *a), "bcast fallback rc %d / differs", rc);
     if (T.size > 1)
         MT_CHECK(&T, s1.fallback_model == s0.fallback_model + 1, "bcast: not counted as a model fallback");
+    mt_check_ran(&T, comm, ZMPI_COLL_BCAST, ZMPI_ALGO_MPI, "100 Gb/s bcast");
     /* point-to-point: the decision does not depend on the size (a receiver
      * knows only its capacity): plain on both ends, exact data */
     if (T.size > 1 && T.rank < 2) {
@@ -136,6 +144,7 @@ static void fallback(void)
     MT_CHECK(&T, rc == MPI_SUCCESS, "explicit bcast rc %d", rc);
     if (T.size > 1)
         MT_CHECK(&T, s1.compressed == s0.compressed + 1, "explicit algorithm not compressed");
+    mt_check_algo(&T, comm, ZMPI_COLL_BCAST, cfg.algorithm[ZMPI_COLL_BCAST], T.size > 1, "explicit bcast");
     /* the same at 1 Gbit/s: the default compresses */
     cfg = base(1.25e8, 50e-6);
     ZMPI_Comm_set_config(comm, &cfg);
@@ -190,6 +199,156 @@ static void measured(void)
     MPI_Comm_free(&comm);
 }
 
+/* The documented model (src/core/call.c, above model_ratio), with S the
+ * whole vector in bytes, f = (N-1)/N, lg = ceil(log2 N), r the ratio, Cc /
+ * Cd the codec speeds times the threads (0.85 per thread above one):
+ *   coll            plain              zmpi
+ *   Bcast           2fS/B + 2lg L      S/Cc + 2fS/(rB) + S/Cd + 2lg L
+ *   Scatter         fS/B + lg L        S/Cc + fS/(rB) + S/(N Cd) + lg L
+ *   Gather          fS/B + lg L        S/(N Cc) + fS/(rB) + S/Cd + lg L
+ *   Allgather       fS/B + lg L        S/(N Cc) + fS/(rB) + S/Cd + lg L
+ *   Alltoall        fS/B + (N-1)L      S/Cc + fS/(rB) + S/Cd + (N-1)L
+ *   Reduce_scatter  fS/B + lg L        S/Cc + fS/(rB) + S/Cd + (N-1)L
+ *   Allreduce       2fS/B + 2lg L      S/Cc + 2S/Cd + S/(N Cc) + 2fS/(rB) + 2lg L
+ *   Reduce          as Allreduce
+ *   point-to-point  S/B + L            S/Cc + S/(rB) + S/Cd + L
+ * The count argument is the call's own: the block per rank for Scatter,
+ * Gather, Allgather and Alltoall (S = N * count * size), the buffer or the
+ * whole vector otherwise. */
+static void formula(ZMPI_Coll coll, double N, double S, double B, double L, double r, double Cc, double Cd,
+                    double *tp, double *tz)
+{
+    double f = (N - 1) / N, lg = 0;
+    while (pow(2.0, lg) < N)
+        lg++;
+    switch (coll) {
+    case ZMPI_COLL_BCAST:
+        *tp = 2 * f * S / B + 2 * lg * L;
+        *tz = S / Cc + 2 * f * S / (r * B) + S / Cd + 2 * lg * L;
+        break;
+    case ZMPI_COLL_SCATTER:
+        *tp = f * S / B + lg * L;
+        *tz = S / Cc + f * S / (r * B) + S / (N * Cd) + lg * L;
+        break;
+    case ZMPI_COLL_GATHER:
+    case ZMPI_COLL_ALLGATHER:
+        *tp = f * S / B + lg * L;
+        *tz = S / (N * Cc) + f * S / (r * B) + S / Cd + lg * L;
+        break;
+    case ZMPI_COLL_ALLTOALL:
+        *tp = f * S / B + (N - 1) * L;
+        *tz = S / Cc + f * S / (r * B) + S / Cd + (N - 1) * L;
+        break;
+    case ZMPI_COLL_REDUCE_SCATTER:
+        *tp = f * S / B + lg * L;
+        *tz = S / Cc + f * S / (r * B) + S / Cd + (N - 1) * L;
+        break;
+    case ZMPI_COLL_ALLREDUCE:
+    case ZMPI_COLL_REDUCE:
+        *tp = 2 * f * S / B + 2 * lg * L;
+        *tz = S / Cc + 2 * S / Cd + S / (N * Cc) + 2 * f * S / (r * B) + 2 * lg * L;
+        break;
+    default:
+        *tp = S / B + L;
+        *tz = S / Cc + S / (r * B) + S / Cd + L;
+        break;
+    }
+}
+
+static int close_to(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fabs(b) + 1e-300;
+}
+
+/* The documented ratio estimate: cfg.ratio if set; fzl / linpred under REL:
+ * 8 * size / bits with bits = 2.0 + 2.3 log10(1e-2 / rel) (reductions in
+ * result scope: rel / N per compression and log2 N bits more), bits >= 1.5,
+ * r clamped to [1, 30]; ABS: 3; lossless 1.6; trunc and dp2sp 2. */
+static double ratio_of(const ZMPI_Config *cfg, ZMPI_Coll coll, double N, double es)
+{
+    if (cfg->ratio > 0)
+        return cfg->ratio;
+    int kind = zmpi_codec_kind(cfg->codec);
+    if (kind == ZMPI_KIND_LOSSLESS)
+        return 1.6;
+    if (kind == ZMPI_KIND_FIXED)
+        return 2.0;
+    if (cfg->eb_mode != ZMPI_EB_REL)
+        return 3.0;
+    double rel = cfg->eb, bits = 0;
+    if ((coll == ZMPI_COLL_REDUCE_SCATTER || coll == ZMPI_COLL_ALLREDUCE || coll == ZMPI_COLL_REDUCE) &&
+        cfg->scope == ZMPI_SCOPE_RESULT) {
+        rel /= N;
+        bits = log2(N);
+    }
+    bits += 2.0 + 2.3 * log10(1e-2 / rel);
+    bits = bits < 1.5 ? 1.5 : bits;
+    double r = 8.0 * es / bits;
+    return r < 1 ? 1 : r > 30 ? 30 : r;
+}
+
+static void formulas(void)
+{
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    const double N = T.size, B = 1.25e9, L = 20e-6;
+    const long long count = 300000;
+    struct {
+        zmpi_codec codec;
+        zmpi_eb_mode mode;
+        double eb, ratio;
+        ZMPI_Scope scope;
+        int threads;
+        double cspeed, dspeed;
+    } cases[] = {
+        {ZMPI_CODEC_FZL, ZMPI_EB_REL, 1e-4, 5.0, ZMPI_SCOPE_RESULT, 1, 2e9, 4e9},   /* configured ratio */
+        {ZMPI_CODEC_FZL, ZMPI_EB_REL, 1e-4, 7.5, ZMPI_SCOPE_RESULT, 3, 2e9, 4e9},   /* threads */
+        {ZMPI_CODEC_FZL, ZMPI_EB_REL, 1e-3, 0, ZMPI_SCOPE_RESULT, 1, 0, 0},         /* built-in speeds, REL ratio */
+        {ZMPI_CODEC_FZL, ZMPI_EB_REL, 1e-3, 0, ZMPI_SCOPE_MESSAGE, 1, 3e9, 3e9},    /* reductions: message scope */
+        {ZMPI_CODEC_LINPRED_BIT, ZMPI_EB_REL, 0.5, 0, ZMPI_SCOPE_RESULT, 1, 2e9, 2e9}, /* bits >= 1.5, r <= 30 */
+        {ZMPI_CODEC_FZL, ZMPI_EB_REL, 1e-20, 0, ZMPI_SCOPE_MESSAGE, 1, 2e9, 2e9},   /* r >= 1 */
+        {ZMPI_CODEC_FZL, ZMPI_EB_ABS, 1e-2, 0, ZMPI_SCOPE_RESULT, 1, 2e9, 2e9},     /* ABS: 3 */
+        {ZMPI_CODEC_ZSTD, ZMPI_EB_NONE, 0, 0, ZMPI_SCOPE_RESULT, 1, 2e9, 2e9},      /* lossless: 1.6 */
+        {ZMPI_CODEC_TRUNC, ZMPI_EB_NONE, 0, 0, ZMPI_SCOPE_RESULT, 1, 2e9, 2e9},     /* fixed: 2 */
+    };
+    const ZMPI_Coll colls[] = {ZMPI_COLL_BCAST,     ZMPI_COLL_SCATTER,        ZMPI_COLL_GATHER,
+                               ZMPI_COLL_ALLGATHER, ZMPI_COLL_ALLTOALL,       ZMPI_COLL_REDUCE_SCATTER,
+                               ZMPI_COLL_ALLREDUCE, ZMPI_COLL_REDUCE,         ZMPI_COLL_COUNT};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        ZMPI_Config cfg = base(B, L);
+        cfg.codec = cases[ci].codec;
+        cfg.eb_mode = cases[ci].mode;
+        cfg.eb = cases[ci].eb;
+        cfg.ratio = cases[ci].ratio;
+        cfg.scope = cases[ci].scope;
+        cfg.threads = cases[ci].threads;
+        cfg.comp_speed = cases[ci].cspeed;
+        cfg.decomp_speed = cases[ci].dspeed;
+        int rc = ZMPI_Comm_set_config(comm, &cfg);
+        MT_CHECK(&T, rc == MPI_SUCCESS, "formulas case %zu: config rc %d", ci, rc);
+        double th = cfg.threads > 1 ? 0.85 * cfg.threads : 1;
+        double Cc = (cfg.comp_speed > 0 ? cfg.comp_speed : 3.0e9) * th;
+        double Cd = (cfg.decomp_speed > 0 ? cfg.decomp_speed : 3.5e9) * th;
+        for (int ti = 0; ti < 2; ti++) {
+            MPI_Datatype type = ti ? MPI_DOUBLE : MPI_FLOAT;
+            double es = ti ? 8 : 4;
+            for (size_t k = 0; k < sizeof colls / sizeof *colls; k++) {
+                ZMPI_Coll coll = colls[k];
+                int per_rank = coll == ZMPI_COLL_SCATTER || coll == ZMPI_COLL_GATHER ||
+                               coll == ZMPI_COLL_ALLGATHER || coll == ZMPI_COLL_ALLTOALL;
+                double S = (per_rank ? N : 1) * (double)count * es, wp = 0, wz = 0, tp = -1, tz = -1;
+                formula(coll, N, S, B, L, ratio_of(&cfg, coll, N, es), Cc, Cd, &wp, &wz);
+                int pays = ZMPI_Model_estimate(comm, coll, count, type, &tp, &tz);
+                MT_CHECK(&T, close_to(tp, wp) && close_to(tz, wz) && pays == (wz < wp),
+                         "formulas case %zu, %s, %s: plain %.9g (want %.9g), zmpi %.9g (want %.9g), pays %d",
+                         ci, coll == ZMPI_COLL_COUNT ? "p2p" : ZMPI_Coll_name(coll), ti ? "double" : "float", tp,
+                         wp, tz, wz, pays);
+            }
+        }
+    }
+    MPI_Comm_free(&comm);
+}
+
 static void environment(void)
 {
     struct {
@@ -231,6 +390,7 @@ int main(int argc, char **argv)
 {
     mt_init(&T, &argc, &argv, "test_model");
     estimates();
+    formulas();
     fallback();
     measured();
     environment();

@@ -15,7 +15,9 @@
  * resolution, non-finite values. Every compressed call must be counted as
  * compressed (no silent fallback); every fallback (MPI_INT, a user op,
  * MPI_PROD, a contiguous derived type, below min_bytes, ZMPI_ALGO_MPI, no
- * bound) must be byte-identical to MPI.
+ * bound) must be byte-identical to MPI. ZMPI_Stats.last_algorithm must name
+ * the configured algorithm after every compressed call, plain MPI after
+ * every fallback.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdlib.h>
@@ -82,6 +84,8 @@ static void one(const rt_case *k, size_t n, int root, int inplace, rt_data data,
         MT_CHECK(&T, s1.compressed == s0.compressed + 1, "%s n=%zu: not run compressed", aname, n);
     else
         MT_CHECK(&T, s1.fallback_small == s0.fallback_small + 1, "np=1 must fall back");
+    mt_check_algo(&T, comm, ZMPI_COLL_REDUCE, algo, nranks > 1, aname);
+    mt_check_only(&T, &s0, &s1, ZMPI_COLL_REDUCE, aname);
     /* bytes compressed over all ranks: rsg compresses every element once per
      * ring step (N-1) and the non-root blocks once more for the gather;
      * cprp2p compresses the whole vector once at every non-root rank */
@@ -225,6 +229,7 @@ static void fallback_one(const char *what, const void *in, size_t bytes, int cou
     if (rank == root)
         MT_CHECK(&T, !memcmp(a, b, bytes), "%s: result differs from MPI", what);
     MT_CHECK(&T, s1.compressed == s0.compressed, "%s: counted as compressed", what);
+    mt_check_ran(&T, comm, ZMPI_COLL_REDUCE, ZMPI_ALGO_MPI, what);
     if (expect_type)
         MT_CHECK(&T, s1.fallback_type == s0.fallback_type + 1, "%s: not counted as type fallback", what);
     if (expect_small)

@@ -12,7 +12,9 @@
  * white noise, bounds below the type's resolution, non-finite values. Every
  * compressed call must be counted as compressed; every fallback (MPI_INT, a
  * user op, MPI_PROD, a contiguous derived type, below min_bytes,
- * ZMPI_ALGO_MPI) must be byte-identical to MPI.
+ * ZMPI_ALGO_MPI) must be byte-identical to MPI. ZMPI_Stats.last_algorithm
+ * names the algorithm that ran: the ring for the default, rhd where N is a
+ * power of two (the ring elsewhere), plain MPI for the fallbacks.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdlib.h>
@@ -101,6 +103,10 @@ static void one(const rt_case *k, const int *counts, int inplace, int block, rt_
         MT_CHECK(&T, s1.compressed == s0.compressed + 1, "total %zu: not run compressed", total);
     else
         MT_CHECK(&T, s1.fallback_small == s0.fallback_small + 1, "np=1 must fall back");
+    /* the default is the ring; rhd runs the ring unless N is a power of two */
+    int want = algo_under_test == ZMPI_ALGO_DEFAULT ? ZMPI_Coll_algorithm_from_name(ZMPI_COLL_REDUCE_SCATTER, "ring")
+                                                    : algo_under_test;
+    mt_check_algo(&T, comm, ZMPI_COLL_REDUCE_SCATTER, want, nranks > 1, "reduce_scatter");
 
     double bound = rt_bound(k, R, nranks, nranks - 1, 0);
     rt_result res = rt_check(k, got, wref, mine, bound, nranks);
@@ -247,6 +253,7 @@ static void fallback_one(const char *what, const void *in, int recvcount, MPI_Da
     MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
     MT_CHECK(&T, !memcmp(a, g, mine), "%s: result differs from MPI", what);
     MT_CHECK(&T, s1.compressed == s0.compressed, "%s: counted as compressed", what);
+    mt_check_ran(&T, comm, ZMPI_COLL_REDUCE_SCATTER, ZMPI_ALGO_MPI, what);
     if (expect_type)
         MT_CHECK(&T, s1.fallback_type == s0.fallback_type + 1, "%s: not counted as type fallback", what);
     if (expect_small)
@@ -333,11 +340,10 @@ int main(int argc, char **argv)
     lossy_matrix();
     hostile();
     large();
-    if ((nranks & (nranks - 1)) == 0 && nranks > 1) { /* rhd where it is not the ring */
-        algo_under_test = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_REDUCE_SCATTER, "rhd");
+    algo_under_test = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_REDUCE_SCATTER, "rhd");
+    if ((nranks & (nranks - 1)) == 0 && nranks > 1) /* rhd where it is not the ring */
         lossy_matrix();
-        hostile();
-    }
+    hostile(); /* elsewhere rhd runs (and reports) the ring */
     MPI_Comm_free(&comm);
     return mt_finish(&T);
 }

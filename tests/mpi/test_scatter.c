@@ -1,10 +1,12 @@
 /*
  * ZMPI_Scatter and ZMPI_Scatterv: every algorithm, float and double, ABS and
  * REL, parts of 0, 1, a few, an odd number and many elements (>= 1 Mi in
- * all, a real field), uneven parts with zeros and gaps (v), roots 0 and
- * N-1, MPI_IN_PLACE at the root, a derived recvtype at the root; every
- * element checked against plain MPI and the bound of its part; fallbacks
- * byte-identical; white noise; statistics prove the compressed path ran.
+ * all, a real field), uneven parts with zeros and gaps (v), roots 0, N/2
+ * and N-1 in the sweep and every root with every algorithm, MPI_IN_PLACE at
+ * the root, a derived recvtype at the root; every element checked against
+ * plain MPI and the bound of its part; fallbacks byte-identical; white
+ * noise; statistics prove the compressed path ran, and last_algorithm that
+ * the configured algorithm ran (plain MPI for the fallbacks).
  * cprp2p (compress per hop) in both scopes: result scope within the user's
  * bound (REL: of the range of all parts), message scope within one bound per
  * compression of the part; the bytes compressed over all ranks show that
@@ -90,6 +92,7 @@ static void one(run *r, int kind, int base, int root, int in_place, int noise)
              in_place);
     MT_CHECK(t, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
     MT_CHECK(t, s1.compressed == s0.compressed + (size > 1), "%s: compressed path did not run", what);
+    mv_check_algo(r, ZMPI_COLL_SCATTER, what);
     /* bytes compressed over all ranks: each part once (cprp2p: once per hop,
      * popcount(vrank) times), so a silent switch of algorithm cannot pass */
     unsigned long long raw = s1.bytes_raw - s0.bytes_raw, all = 0, expect = 0;
@@ -180,6 +183,21 @@ static void sweep(mt_state *t, int algo, const char *aname)
     one(&r, 1, 7000, 0, 0, 0);
 }
 
+/* Every root with every algorithm (the sweep uses roots 0, N/2 and N-1):
+ * one Scatter (float, ABS; in place at odd roots) and one Scatterv (double,
+ * REL, uneven parts with zeros and gaps) each, small. */
+static void every_root(mt_state *t, int algo, const char *aname)
+{
+    for (int root = 0; root < t->size; root++) {
+        run r = mv_run_make(t, MPI_FLOAT, ZMPI_EB_ABS, 1e-3, ZMPI_SCOPE_RESULT, aname);
+        mv_config(MPI_COMM_WORLD, ZMPI_COLL_SCATTER, algo, r.mode, r.eb, r.scope, 0, 4096);
+        one(&r, 0, 2000, root, root % 2, 0);
+        r = mv_run_make(t, MPI_DOUBLE, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, aname);
+        mv_config(MPI_COMM_WORLD, ZMPI_COLL_SCATTER, algo, r.mode, r.eb, r.scope, 0, 4096);
+        one(&r, 1, 500, root, 0, 0);
+    }
+}
+
 /* The root receives its own part into a derived datatype of floats: the
  * compressed path still runs (the root's significant type is sendtype). */
 static void derived_root_recvtype(mt_state *t)
@@ -253,6 +271,7 @@ static void fallbacks(mt_state *t)
                                : k == 2 ? s1.fallback_small - s0.fallback_small
                                         : s1.fallback_config - s0.fallback_config;
         MT_CHECK(t, d == 1, "scatter fallback %d not counted", k);
+        mt_check_ran(t, MPI_COMM_WORLD, ZMPI_COLL_SCATTER, ZMPI_ALGO_MPI, "scatter fallback");
         /* Scatterv, same case */
         int *counts = malloc((size_t)size * sizeof(int)), *displs = malloc((size_t)size * sizeof(int));
         for (int i = 0; i < size; i++) {
@@ -262,6 +281,8 @@ static void fallbacks(mt_state *t)
         memset(a, 0x5c, (size_t)n * 8);
         memset(b, 0x5c, (size_t)n * 8);
         ZMPI_Scatterv(send, counts, displs, type, a, counts[t->rank], type, root, MPI_COMM_WORLD);
+        if (k != 2 || size == 1) /* Scatterv is compressed regardless of min_bytes (from 2 ranks) */
+            mt_check_ran(t, MPI_COMM_WORLD, ZMPI_COLL_SCATTER, ZMPI_ALGO_MPI, "scatterv fallback");
         MPI_Scatterv(send, counts, displs, type, b, counts[t->rank], type, root, MPI_COMM_WORLD);
         if (k != 2) /* Scatterv is compressed regardless of min_bytes */
             mv_same(t, "scatterv fallback", a, b, (size_t)n * 8);
@@ -284,8 +305,10 @@ int main(int argc, char **argv)
     MT_CHECK(&t, n >= 2, "scatter has %d algorithms", n);
     MT_CHECK(&t, ZMPI_Coll_algorithm_from_name(ZMPI_COLL_SCATTER, "cprp2p") > 0,
              "scatter: no cprp2p algorithm");
-    for (int a = 0; a < n && a < MAXALGO; a++)
+    for (int a = 0; a < n && a < MAXALGO; a++) {
         sweep(&t, ids[a], names[a]);
+        every_root(&t, ids[a], names[a]);
+    }
     derived_root_recvtype(&t);
     fallbacks(&t);
     return mt_finish(&t);

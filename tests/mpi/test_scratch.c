@@ -39,6 +39,8 @@ static void round_trips(size_t keep)
         size_t bad = mt_violations(got, ref, (size_t)n, MPI_FLOAT, 1e-3, &worst);
         MT_CHECK(&T, rc == MPI_SUCCESS && bad == 0, "keep %zu allreduce %s n %d: rc %d, %zu beyond (worst %g)", keep,
                  allreduce_algos[k], n, rc, bad, worst);
+        mt_check_algo(&T, comm, ZMPI_COLL_ALLREDUCE, cfg.algorithm[ZMPI_COLL_ALLREDUCE], T.size > 1,
+                      allreduce_algos[k]);
 
         memcpy(ref, in, (size_t)n * sizeof *in);
         MPI_Bcast(ref, n, MPI_FLOAT, k % T.size, comm);

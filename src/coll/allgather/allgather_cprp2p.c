@@ -31,6 +31,7 @@
 int zmpi_allgatherv_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
                            const int *displs)
 {
+    zmpi_call_ran(c, ZMPI_ALLGATHER_CPRP2P);
     int rc = MPI_SUCCESS, size = c->size, rank = c->rank;
     int right = (rank + 1) % size, left = (rank - 1 + size) % size;
     size_t maxcap = 0;

@@ -21,16 +21,16 @@
 #include "coll/allreduce/allreduce.h"
 
 const zmpi_algo zmpi_allreduce_algos[] = {
-    {3, "rhd",
+    {ZMPI_ALLREDUCE_RHD, "rhd",
      "recursive halving reduce-scatter (pieces compressed while in flight) + recursive doubling "
      "allgather of compress-once blocks (Rabenseifner): 2 log2 N messages instead of 2N-2; error "
      "<= N compressions, identical results on all ranks",
      (const void *)zmpi_allreduce_rhd},
-    {1, "ring",
+    {ZMPI_ALLREDUCE_RING, "ring",
      "ring reduce-scatter (pieces compressed while in flight) + ring allgather of blocks compressed "
      "once by their owner; error <= N compressions, identical results on all ranks",
      (const void *)zmpi_allreduce_ring},
-    {2, "cprp2p",
+    {ZMPI_ALLREDUCE_CPRP2P, "cprp2p",
      "baseline: ring reduce-scatter + ring allgather that decompresses and recompresses at every "
      "hop; error <= 2N-2 compressions",
      (const void *)zmpi_allreduce_cprp2p},

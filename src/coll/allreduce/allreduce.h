@@ -4,6 +4,9 @@
 
 #include "coll/registry.h"
 
+/* Algorithm ids (the table in allreduce.c). */
+enum { ZMPI_ALLREDUCE_RING = 1, ZMPI_ALLREDUCE_CPRP2P = 2, ZMPI_ALLREDUCE_RHD = 3 };
+
 int zmpi_allreduce_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op);
 int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op);
 int zmpi_allreduce_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op);

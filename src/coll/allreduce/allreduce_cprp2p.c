@@ -88,6 +88,7 @@ fn_fail:
 
 int zmpi_allreduce_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op)
 {
+    zmpi_call_ran(c, ZMPI_ALLREDUCE_CPRP2P);
     int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size, r = c->rank;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     size_t *counts = NULL, *displs = NULL, es = c->es;

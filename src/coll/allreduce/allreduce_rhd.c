@@ -79,6 +79,7 @@ static int rhd_decompress(void *arg, int first, int n)
 
 int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op)
 {
+    zmpi_call_ran(c, ZMPI_ALLREDUCE_RHD);
     int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size, r = c->rank;
     int p = 1, rem, v, *ranks = NULL;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;

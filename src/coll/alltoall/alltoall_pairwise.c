@@ -83,6 +83,7 @@ static int start(pw *p, int s)
 int zmpi_alltoallv_pairwise(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *sdispls,
                             void *recvbuf, const int *recvcounts, const int *rdispls)
 {
+    zmpi_call_ran(c, ZMPI_ALLTOALL_PAIRWISE);
     int rc = MPI_SUCCESS, drc = MPI_SUCCESS, size = c->size, rank = c->rank;
     int in_place = sendbuf == MPI_IN_PLACE;
     size_t total = 0;

@@ -31,6 +31,7 @@
 
 int zmpi_bcast_binomial(zmpi_call *c, void *buf, size_t count, int root)
 {
+    zmpi_call_ran(c, ZMPI_BCAST_BINOMIAL);
     int rc = MPI_SUCCESS, drc = MPI_SUCCESS;
     int size = c->size, v = (c->rank - root + size) % size;
     unsigned char *z = NULL;

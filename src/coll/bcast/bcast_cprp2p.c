@@ -30,6 +30,7 @@
 
 int zmpi_bcast_cprp2p(zmpi_call *c, void *buf, size_t count, int root)
 {
+    zmpi_call_ran(c, ZMPI_BCAST_CPRP2P);
     int rc = MPI_SUCCESS;
     int size = c->size, v = (c->rank - root + size) % size;
     int low = zmpi_dm_lowbit(v, size);

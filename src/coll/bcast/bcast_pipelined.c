@@ -36,6 +36,7 @@
 
 int zmpi_bcast_pipelined(zmpi_call *c, void *buf, size_t count, int root)
 {
+    zmpi_call_ran(c, ZMPI_BCAST_PIPELINED);
     int rc = MPI_SUCCESS, drc = MPI_SUCCESS;
     int size = c->size, v = (c->rank - root + size) % size;
     size_t chunk = c->st->cfg.chunk, nchunks, capfull, total;

@@ -63,6 +63,7 @@ static int sa_arrived(void *arg, int first, int n)
 
 int zmpi_bcast_scatter_allgather(zmpi_call *c, void *buf, size_t count, int root)
 {
+    zmpi_call_ran(c, ZMPI_BCAST_SCATTER_ALLGATHER);
     int rc = MPI_SUCCESS, drc = MPI_SUCCESS, n = c->size, me = c->rank;
     uint64_t *sizes = NULL;
     int *cnt = NULL, *dsp = NULL;

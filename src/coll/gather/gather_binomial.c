@@ -36,6 +36,7 @@
 int zmpi_gatherv_binomial(zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
                           const int *recvcounts, const int *displs, int root)
 {
+    zmpi_call_ran(c, ZMPI_GATHER_BINOMIAL);
     int rc = MPI_SUCCESS, drc = MPI_SUCCESS, size = c->size;
     int v = (c->rank - root + size) % size;
     int sub = zmpi_dm_subtree(v, size), low = zmpi_dm_lowbit(v, size), nchild = 0;

@@ -107,6 +107,7 @@ static int rehop(zmpi_call *c, const unsigned char *src, size_t len, size_t n, v
 int zmpi_gatherv_cprp2p(zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
                         const int *recvcounts, const int *displs, int root)
 {
+    zmpi_call_ran(c, ZMPI_GATHER_CPRP2P);
     int rc = MPI_SUCCESS, drc = MPI_SUCCESS, size = c->size;
     int v = (c->rank - root + size) % size;
     int sub = zmpi_dm_subtree(v, size), low = zmpi_dm_lowbit(v, size), nchild = 0;

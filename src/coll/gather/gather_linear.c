@@ -29,6 +29,7 @@
 int zmpi_gatherv_linear(zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
                         const int *recvcounts, const int *displs, int root)
 {
+    zmpi_call_ran(c, ZMPI_GATHER_LINEAR);
     int rc = MPI_SUCCESS, drc = MPI_SUCCESS, size = c->size;
     unsigned char *z = NULL;
     uint64_t lenbuf = 0;

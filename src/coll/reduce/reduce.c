@@ -22,11 +22,11 @@
 #include "coll/reduce/reduce.h"
 
 const zmpi_algo zmpi_reduce_algos[] = {
-    {1, "rsg",
+    {ZMPI_REDUCE_RSG, "rsg",
      "ring reduce-scatter (pieces compressed while in flight) + gather of the blocks, compressed "
      "once, to the root; error <= N compressions",
      (const void *)zmpi_reduce_rsg},
-    {2, "cprp2p",
+    {ZMPI_REDUCE_CPRP2P, "cprp2p",
      "baseline: binomial tree where every hop decompresses, reduces and recompresses the partial result "
      "(error grows per hop)",
      (const void *)zmpi_reduce_cprp2p},

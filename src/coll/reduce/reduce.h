@@ -4,6 +4,9 @@
 
 #include "coll/registry.h"
 
+/* Algorithm ids (the table in reduce.c). */
+enum { ZMPI_REDUCE_RSG = 1, ZMPI_REDUCE_CPRP2P = 2 };
+
 int zmpi_reduce_rsg(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op, int root);
 int zmpi_reduce_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op, int root);
 

@@ -73,6 +73,7 @@ static int piece_unz(zmpi_call *c, const zmpi_pieces *p, size_t j, void *dst)
 
 int zmpi_reduce_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op, int root)
 {
+    zmpi_call_ran(c, ZMPI_REDUCE_CPRP2P);
     int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size, r = c->rank;
     int v = (r - root + n) % n, low = zmpi_dm_lowbit(v, n), nchild = 0;
     const void *in = (r == root && sendbuf == MPI_IN_PLACE) ? recvbuf : sendbuf;

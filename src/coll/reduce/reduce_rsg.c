@@ -131,6 +131,7 @@ fn_fail:
 
 int zmpi_reduce_rsg(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op, int root)
 {
+    zmpi_call_ran(c, ZMPI_REDUCE_RSG);
     int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size, r = c->rank;
     const void *in = (r == root && sendbuf == MPI_IN_PLACE) ? recvbuf : sendbuf;
     size_t *counts = NULL, *displs = NULL, es = c->es;

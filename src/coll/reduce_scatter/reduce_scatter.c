@@ -24,11 +24,11 @@
 #include "coll/reduce_scatter/reduce_scatter.h"
 
 const zmpi_algo zmpi_reduce_scatter_algos[] = {
-    {1, "ring",
+    {ZMPI_REDUCE_SCATTER_RING, "ring",
      "ring of N-1 steps; each partial block is compressed in pieces while the previous pieces are "
      "in flight, then decompressed and reduced (error <= (N-1) compressions)",
      (const void *)zmpi_reduce_scatter_ring},
-    {2, "rhd",
+    {ZMPI_REDUCE_SCATTER_RHD, "rhd",
      "recursive halving (power-of-two N; others run the ring): log2 N steps, the outgoing half "
      "compressed in pieces while in flight, the incoming half reduced as it arrives (error <= (N-1) "
      "compressions; measured slower than the ring on the simulated clusters, hence not the default)",

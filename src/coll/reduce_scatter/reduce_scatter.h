@@ -7,6 +7,9 @@
 
 #include "coll/registry.h"
 
+/* Algorithm ids (the table in reduce_scatter.c). */
+enum { ZMPI_REDUCE_SCATTER_RING = 1, ZMPI_REDUCE_SCATTER_RHD = 2 };
+
 int zmpi_reduce_scatter_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
                              MPI_Op op);
 int zmpi_reduce_scatter_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Op op);

@@ -21,5 +21,7 @@
 
 int zmpi_reduce_scatter_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Op op)
 {
+    /* other numbers of ranks run the ring, and report it */
+    zmpi_call_ran(c, zmpi_is_pow2(c->size) ? ZMPI_REDUCE_SCATTER_RHD : ZMPI_REDUCE_SCATTER_RING);
     return zmpi_reduce_scatter_run(c, sendbuf, recvbuf, recvcounts, op, zmpi_is_pow2(c->size));
 }

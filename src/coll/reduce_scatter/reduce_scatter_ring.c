@@ -178,5 +178,6 @@ fn_fail:
 int zmpi_reduce_scatter_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
                              MPI_Op op)
 {
+    zmpi_call_ran(c, ZMPI_REDUCE_SCATTER_RING);
     return zmpi_reduce_scatter_run(c, sendbuf, recvbuf, recvcounts, op, 0);
 }

@@ -98,6 +98,7 @@ fn_fail:
 int zmpi_scatterv_binomial(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs,
                            void *recvbuf, int recvcount, int root)
 {
+    zmpi_call_ran(c, ZMPI_SCATTER_BINOMIAL);
     int rc = MPI_SUCCESS, drc = MPI_SUCCESS, size = c->size;
     int v = (c->rank - root + size) % size;
     int sub = zmpi_dm_subtree(v, size), low = zmpi_dm_lowbit(v, size);

@@ -127,6 +127,7 @@ static int rehop(zmpi_call *c, const unsigned char *src, size_t len, size_t n, v
 int zmpi_scatterv_cprp2p(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs,
                          void *recvbuf, int recvcount, int root)
 {
+    zmpi_call_ran(c, ZMPI_SCATTER_CPRP2P);
     int rc = MPI_SUCCESS, drc = MPI_SUCCESS, corrupt = MPI_SUCCESS, size = c->size;
     int v = (c->rank - root + size) % size;
     int sub = zmpi_dm_subtree(v, size), low = zmpi_dm_lowbit(v, size);
@@ -143,6 +144,7 @@ int zmpi_scatterv_cprp2p(zmpi_call *c, const void *sendbuf, const int *sendcount
     if (v == 0) {
         /* the root compresses each part once and sends the bundles: binomial's root */
         rc = zmpi_scatterv_binomial(c, sendbuf, sendcounts, displs, recvbuf, recvcount, root);
+        zmpi_call_ran(c, ZMPI_SCATTER_CPRP2P); /* binomial reported itself: this is cprp2p's root */
         goto fn_exit;
     }
     int parent = zmpi_dm_real(v - low, root, size);

@@ -28,6 +28,7 @@
 int zmpi_scatterv_linear(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs,
                          void *recvbuf, int recvcount, int root)
 {
+    zmpi_call_ran(c, ZMPI_SCATTER_LINEAR);
     int rc = MPI_SUCCESS, size = c->size;
     unsigned char *z = NULL;
     uint64_t *lenbuf = NULL;
