@@ -1,7 +1,10 @@
 /*
  * Writes seed corpora for the fuzz targets: valid segment payloads of every
- * codec in the input layout of fuzz_decode.c, and whole streams for
- * fuzz_stream. Usage: fuzz_seeds DIR (creates DIR/fuzz_decode_<codec>/...).
+ * codec in the input layout of fuzz_decode.c, whole streams for
+ * fuzz_stream, and (built with libbz2: FUZZ_SEEDS_BZIP2) small valid .bz2
+ * files behind fuzz_bzdecode.c's 10-byte header for fuzz_bzdecode.
+ * Usage: fuzz_seeds DIR (creates DIR/fuzz_decode_<codec>/..., DIR/fuzz_stream/...,
+ * DIR/fuzz_bzdecode/...).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -11,6 +14,10 @@
 #include <sys/stat.h>
 
 #include "zmpi/codec.h"
+
+#ifdef FUZZ_SEEDS_BZIP2
+#include <bzlib.h>
+#endif
 
 static const char *const names[] = {"stored", "zstd", "fzl", "xorlzc", "xorlzc_inter", "trunc",
                                     "dp2sp", "trunc_inter", "dp2sp_inter", "linpred_byte", "linpred_bit"};
@@ -29,6 +36,75 @@ static int write_file(const char *dir, const char *name, int k, const void *a, s
     fwrite(b, 1, nb, f);
     return fclose(f);
 }
+
+#ifdef FUZZ_SEEDS_BZIP2
+/* fuzz_bzdecode's seeds: header (see fuzz_bzdecode.c) + one or more .bz2
+ * streams made by libbz2, sometimes followed by trailing bytes. Returns how
+ * many were written. */
+static int bzdecode_seeds(const char *dir)
+{
+    enum { NDATA = 260000 };
+    static char data[NDATA];
+    static char z[2][NDATA + NDATA / 100 + 1200];
+    unsigned zn[2];
+    /* text-like bytes without long runs (a block of them compresses to a few hundred bytes) */
+    for (int i = 0; i < NDATA; i++)
+        data[i] = (char)("abcab cabx"[i % 10] + (i % 997 == 0));
+    static const struct {
+        unsigned n;             /* input bytes */
+        int level;              /* -1 .. -9 */
+        int runs;               /* runs of 1..300 equal bytes instead of the pattern */
+        int twice;              /* a second stream, of the first 777 bytes at -9 */
+        const char *trail;      /* trailing bytes */
+        unsigned char hdr[10];  /* fuzz_bzdecode's header */
+    } seeds[] = {
+        {0, 9, 0, 0, "", {0}},
+        {5, 9, 0, 0, "", {0}},
+        {3000, 1, 0, 0, "", {0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+        {250000, 1, 0, 0, "", {0x01, 1, 0, 0, 0, 0, 0, 0, 0, 0}},         /* 3 blocks, 16-byte reads */
+        {250000, 1, 0, 0, "", {0x05, 0, 0, 0, 0, 0, 0, 0, 0, 0}},         /* 2 threads + 1 remote */
+        {250000, 1, 0, 0, "", {0x18, 0, 0, 0, 0, 0, 0, 0, 0, 0}},         /* -t, 2 remote */
+        {250000, 1, 0, 0, "", {0x01, 40, 0, 0, 0x0d, 0, 0x12, 0x34, 0, 0}}, /* planted magics */
+        {250000, 1, 0, 0, "", {0x00, 0, 4, 9, 0, 0, 0, 0, 0, 0}},         /* small cuts, worker level 9 */
+        {20000, 2, 1, 0, "", {0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+        {2000, 1, 0, 1, "", {0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0}},           /* two streams */
+        {2000, 1, 0, 1, "BZh0 garbage", {0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+        {2000, 1, 0, 0, "BZ", {0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+        {250000, 1, 0, 0, "", {0x04, 0, 0, 0, 0, 0x31, 0, 0, 2, 0}},      /* failing remote, output, input */
+        {3000, 1, 0, 0, "", {0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0}},           /* bz_decode_block */
+        {1000, 3, 1, 0, "", {0x20, 0, 0, 0, 0, 0, 0, 0, 0, 3}},
+    };
+    int k = 0;
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        static char in[NDATA];
+        unsigned n = seeds[i].n;
+        for (unsigned j = 0, r = 0; j < n; r++) { /* runs of 1..300 bytes */
+            unsigned len = 1 + (r * 37 + r / 3) % 300;
+            for (unsigned q = 0; q < len && j < n; q++, j++)
+                in[j] = seeds[i].runs ? (char)('a' + r % 3) : data[j];
+        }
+        zn[0] = sizeof z[0];
+        zn[1] = sizeof z[1];
+        if (BZ2_bzBuffToBuffCompress(z[0], &zn[0], in, n, seeds[i].level, 0, 30) != BZ_OK ||
+            (seeds[i].twice && BZ2_bzBuffToBuffCompress(z[1], &zn[1], in, 777, 9, 0, 30) != BZ_OK))
+            return -1;
+        size_t tl = strlen(seeds[i].trail);
+        if (!seeds[i].twice)
+            zn[1] = 0;
+        memcpy(z[1] + zn[1], seeds[i].trail, tl);
+        if (write_file(dir, "fuzz_bzdecode", k++, seeds[i].hdr, sizeof seeds[i].hdr, z[0], zn[0]))
+            return -1;
+        if (zn[1] + tl) { /* the rest behind the first stream */
+            char path[4096];
+            snprintf(path, sizeof path, "%s/fuzz_bzdecode/seed%d", dir, k - 1);
+            FILE *f = fopen(path, "ab");
+            if (!f || fwrite(z[1], 1, zn[1] + tl, f) != zn[1] + tl || fclose(f))
+                return -1;
+        }
+    }
+    return k;
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -74,6 +150,14 @@ int main(int argc, char **argv)
             }
         }
     }
+#ifdef FUZZ_SEEDS_BZIP2
+    int kb = bzdecode_seeds(argv[1]);
+    if (kb < 0) {
+        fprintf(stderr, "fuzz_seeds: could not write the fuzz_bzdecode seeds\n");
+        return 1;
+    }
+    k += kb;
+#endif
     printf("fuzz_seeds: wrote %d seeds under %s\n", k, argv[1]);
     return 0;
 }

@@ -3,20 +3,59 @@
 # 1-2 threads, -9 and -1, at every MPI thread level, single-threaded, with --shared-input; round trips; files made by bzip2 / pbzip2 / lbzip2
 # and concatenations; corrupt input (exit 2, nothing half-written left); the
 # file handling of bzip2 (-k -f -c -t, suffixes, existing output, unreadable
-# input, full disk).
+# input, full disk); no compressed data to or from a terminal.
+# Every run of mpibzip2 must also exit with the status expected (0, or
+# bzip2's code for the error cases) and leave no sign of a crash on standard
+# error (an abort after the output was complete still fails the check).
 #   test_cli.sh MPIBZIP2 MPIEXEC
 set -uo pipefail
 bin=$1 mpiexec=${2:-mpiexec}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 d=$(mktemp -d /tmp/test-mpibzip2.XXXXXX)
 trap 'rm -rf "$d"' EXIT
-fails=0 checks=0
-ok() { checks=$((checks + 1)); }
-bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL: $*" >&2; }
+fails=0 checks=0 why= rc=0
+ok() { checks=$((checks + 1)); why=; }
+bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL: $*${why:+ ($why)}" >&2; why=; }
 sha() { sha256sum | cut -d' ' -f1; }
 run() { # run R ARGS...: mpibzip2 on R ranks (oversubscribed on small machines)
     local r=$1; shift
     if [ "$r" = 0 ]; then "$bin" "$@"; else "$mpiexec" -n "$r" "$bin" "$@"; fi
+}
+# What a crash leaves on standard error: glibc's heap checks and abort, the sanitizers, MPICH's
+# hydra ("BAD TERMINATION", "(signal 6)"), Open MPI's mpirun ("exited on signal"), a shell
+# (case-sensitive: Open MPI says "the job has been aborted" for a plain exit 1)
+crash='Abort|ABORT|abort\(|Segmentation|double free|free\(\)|malloc\(\)|corrupted|stack smashing|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error|BAD TERMINATION|exited on signal|signal [0-9]|core dumped|Assertion|Killed'
+# mb R ARGS...: mpibzip2 on R ranks (0: no launcher); stdout in $d/out, stderr in $d/err, exit status in $rc
+mb() { run "$@" > "$d/out" 2> "$d/err"; rc=$?; }
+# fine [WANT [ERRFILE]]: the last run exited WANT (default 0) and ERRFILE (default $d/err) shows no crash
+fine() {
+    local want=${1:-0} err=${2:-$d/err}
+    if [ "$rc" != "$want" ]; then
+        why="exit $rc, want $want; stderr: $(head -c 600 "$err" | tr -c '[:print:]' ' ')"
+        return 1
+    fi
+    if grep -aEq "$crash" "$err"; then
+        why="exit $rc but a crash on stderr: $(grep -aE "$crash" "$err" | head -3 | tr -c '[:print:]' ' ')"
+        return 1
+    fi
+}
+# Does the launcher give rank 0 a terminal for standard output? Open MPI's mpirun does (a
+# pseudo-terminal, even when its own output is a file or a pipe), and mpibzip2, as bzip2, writes
+# no compressed data to a terminal: compressed output is then checked through files.
+launcher_tty=0
+"$mpiexec" -n 1 sh -c 'test -t 1' < /dev/null > /dev/null 2>&1 && launcher_tty=1
+# mbz R ARGS... FILE: FILE compressed by mpibzip2 on R ranks, in $d/out (-c; through FILE.bz2,
+# -k -f, where the launcher gives rank 0 a terminal)
+mbz() {
+    local r=$1 f=${!#}
+    shift
+    if [ "$r" != 0 ] && [ "$launcher_tty" = 1 ]; then
+        rm -f "$f.bz2"
+        run "$r" -k -f "$@" > "$d/out" 2> "$d/err"; rc=$?
+        if [ -e "$f.bz2" ]; then mv -f "$f.bz2" "$d/out"; else : > "$d/out"; fi
+    else
+        run "$r" -c "$@" > "$d/out" 2> "$d/err"; rc=$?
+    fi
 }
 
 # ---- inputs ----
@@ -56,8 +95,8 @@ for lvl in 9 1; do
         ref=$(bzip2 -"$lvl" -c "$d/$f" | sha)
         for cfg in "0 1" "0 2" "1 1" "2 1" "2 2" "3 1" "4 2"; do
             set -- $cfg
-            got=$(run "$1" -"$lvl" -c -n "$2" "$d/$f" | sha)
-            [ "$got" = "$ref" ] && ok || bad "$f -$lvl ranks $1 threads $2: output differs from bzip2"
+            mbz "$1" -"$lvl" -n "$2" "$d/$f"
+            fine && [ "$(sha < "$d/out")" = "$ref" ] && ok || bad "$f -$lvl ranks $1 threads $2: output differs from bzip2"
         done
     done
 done
@@ -78,11 +117,11 @@ EOF2
 for t in $(seq 0 11); do
     lvl=$(( t % 2 ? 9 : 1 ))
     ref=$(bzip2 -$lvl -c "$d/rr$t" | sha)
-    got=$(run 0 -$lvl -c -n 2 "$d/rr$t" | sha)
-    [ "$got" = "$ref" ] && ok || bad "rr$t -$lvl: output differs from bzip2"
+    mbz 0 -$lvl -n 2 "$d/rr$t"
+    fine && [ "$(sha < "$d/out")" = "$ref" ] && ok || bad "rr$t -$lvl: output differs from bzip2"
 done
-got=$(run 3 -1 -c -n 1 "$d/rr0" | sha)
-[ "$got" = "$(bzip2 -1 -c "$d/rr0" | sha)" ] && ok || bad "rr0 -1 ranks 3: output differs from bzip2"
+mbz 3 -1 -n 1 "$d/rr0"
+fine && [ "$(sha < "$d/out")" = "$(bzip2 -1 -c "$d/rr0" | sha)" ] && ok || bad "rr0 -1 ranks 3: output differs from bzip2"
 
 # ---- runs of 6 (a block's input: 1.2 block sizes, kept as input bytes) and of 8
 # (1.6 block sizes: kept as RLE1 bytes), with small and default queues ----
@@ -96,13 +135,13 @@ for f in runs6 runs8; do
         ref=$(bzip2 -$lvl -c "$d/$f" | sha)
         for a in "0 --queue=1" "2 --queue=2" "0 --queue=64"; do
             set -- $a
-            got=$(run "$1" -$lvl "$2" -c -n 2 "$d/$f" | sha)
-            [ "$got" = "$ref" ] && ok || bad "$f -$lvl ranks $1 $2: output differs from bzip2"
+            mbz "$1" -$lvl "$2" -n 2 "$d/$f"
+            fine && [ "$(sha < "$d/out")" = "$ref" ] && ok || bad "$f -$lvl ranks $1 $2: output differs from bzip2"
         done
     done
 done
-run 0 --queue=0 -c "$d/one" >/dev/null 2>"$d/err"
-[ $? = 1 ] && grep -q "queue needs a count" "$d/err" && ok || bad "--queue=0 is not refused with a message"
+mb 0 --queue=0 -c "$d/one"
+fine 1 && grep -q "queue needs a count" "$d/err" && ok || bad "--queue=0 is not refused with a message"
 
 # ---- every MPI thread level, and the single-threaded master (no threads anywhere) ----
 for f in runs_cross text; do
@@ -110,13 +149,14 @@ for f in runs_cross text; do
     for lv in serialized funneled single; do
         for cfg in "1 2" "2 2" "3 1"; do
             set -- $cfg
-            got=$(run "$1" --thread-level=$lv -c -n "$2" "$d/$f" | sha)
-            [ "$got" = "$ref" ] && ok || bad "$f --thread-level=$lv ranks $1 threads $2: output differs from bzip2"
+            mbz "$1" --thread-level=$lv -n "$2" "$d/$f"
+            fine && [ "$(sha < "$d/out")" = "$ref" ] && ok ||
+                bad "$f --thread-level=$lv ranks $1 threads $2: output differs from bzip2"
         done
     done
     for r in 0 2 4; do
-        got=$(run "$r" --single-threaded -c "$d/$f" | sha)
-        [ "$got" = "$ref" ] && ok || bad "$f --single-threaded ranks $r: output differs from bzip2"
+        mbz "$r" --single-threaded "$d/$f"
+        fine && [ "$(sha < "$d/out")" = "$ref" ] && ok || bad "$f --single-threaded ranks $r: output differs from bzip2"
     done
 done
 # --shared-input: workers read their blocks from the file (offsets travel, not bytes); runs8 and
@@ -127,8 +167,8 @@ for f in text runs rr3 runs8 zeros; do
     ref=$(bzip2 -9 -c "$d/$f" | sha)
     for a in "2 --thread-level=multiple" "3 --thread-level=funneled" "3 --single-threaded"; do
         set -- $a
-        got=$(run "$1" "$2" --shared-input -c -n 2 "$d/$f" | sha)
-        [ "$got" = "$ref" ] && ok || bad "$f --shared-input ranks $1 $2: output differs from bzip2"
+        mbz "$1" "$2" --shared-input -n 2 "$d/$f"
+        fine && [ "$(sha < "$d/out")" = "$ref" ] && ok || bad "$f --shared-input ranks $1 $2: output differs from bzip2"
     done
 done
 # a worker that cannot open the file (here: a tmpfs over its directory, in the worker's own mount
@@ -139,24 +179,30 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
     for how in --single-threaded --thread-level=multiple; do
         "$mpiexec" -n 1 "$bin" $how --shared-input -k "$d/hidden/t" : -n 1 unshare -m bash -c \
             'mount -t tmpfs none "$1" && shift && exec "$@"' _ "$d/hidden" "$bin" $how --shared-input -k "$d/hidden/t" \
-            2> "$d/err"; rc=$?
-        [ "$rc" = 1 ] && grep -q "shared-input needs" "$d/err" && [ ! -e "$d/hidden/t.bz2" ] &&
+            > /dev/null 2> "$d/err"; rc=$?
+        fine 1 && grep -q "shared-input needs" "$d/err" && [ ! -e "$d/hidden/t.bz2" ] &&
             ! ls "$d/hidden" | grep -q mpibzip2- && ok ||
-            bad "$how: a worker that cannot read the file: exit $rc, want 1 and no output ($(cat "$d/err"))"
+            bad "$how: a worker that cannot read the file: want exit 1 and no output ($(cat "$d/err"))"
     done
 fi
 for f in runs8 zeros; do
-    got=$(run 3 --single-threaded --shared-input -1 -c "$d/$f" | sha)
-    [ "$got" = "$(bzip2 -1 -c "$d/$f" | sha)" ] && ok || bad "$f -1 --shared-input: output differs from bzip2"
+    mbz 3 --single-threaded --shared-input -1 "$d/$f"
+    fine && [ "$(sha < "$d/out")" = "$(bzip2 -1 -c "$d/$f" | sha)" ] && ok ||
+        bad "$f -1 --shared-input: output differs from bzip2"
 done
-run 2 --single-threaded -vv -c "$d/one" 2> "$d/err" >/dev/null
-grep -q "single-threaded master" "$d/err" && ok ||
+mbz 2 --single-threaded -vv "$d/one"
+fine && grep -q "single-threaded master" "$d/err" && ok ||
     bad "-vv does not name the single-threaded master"
 # started plainly, mpibzip2 leaves MPI alone (one process); a launcher or MPIBZIP2_MPI=1 starts it
-run 0 -vv -c "$d/one" 2> "$d/err" >/dev/null
-grep -q "MPI not started" "$d/err" && ok || bad "a plain run starts MPI"
-for how in "run 1" "env MPIBZIP2_MPI=1 $bin"; do
-    $how -vv -c "$d/one" 2> "$d/err" | cmp -s - <(bzip2 -9 -c "$d/one") && ok || bad "$how: output differs from bzip2"
+mb 0 -vv -c "$d/one"
+fine && grep -q "MPI not started" "$d/err" && ok || bad "a plain run starts MPI"
+for how in launcher MPIBZIP2_MPI=1; do
+    if [ "$how" = launcher ]; then
+        mbz 1 -vv "$d/one"
+    else
+        MPIBZIP2_MPI=1 "$bin" -vv -c "$d/one" > "$d/out" 2> "$d/err"; rc=$?
+    fi
+    fine && cmp -s "$d/out" <(bzip2 -9 -c "$d/one") && ok || bad "$how: output differs from bzip2"
     grep -q "MPI thread level MPI_THREAD_" "$d/err" && ok || bad "$how does not start MPI"
 done
 
@@ -164,39 +210,40 @@ done
 for f in $inputs; do
     bzip2 -9 -c "$d/$f" > "$d/$f.ref.bz2"
     for t in 1 2; do
-        got=$(run 0 -d -c -n "$t" "$d/$f.ref.bz2" | sha)
-        [ "$got" = "$(sha < "$d/$f")" ] && ok || bad "$f: decompressing bzip2's file with $t threads"
+        mb 0 -d -c -n "$t" "$d/$f.ref.bz2"
+        fine && cmp -s "$d/out" "$d/$f" && ok || bad "$f: decompressing bzip2's file with $t threads"
     done
 done
 for tool in pbzip2 lbzip2; do
     if command -v "$tool" >/dev/null; then
         "$tool" -9 -c < "$d/text" > "$d/text.$tool.bz2"
-        got=$(run 0 -d -c -n 2 "$d/text.$tool.bz2" | sha)
-        [ "$got" = "$(sha < "$d/text")" ] && ok || bad "decompressing $tool's file"
+        mb 0 -d -c -n 2 "$d/text.$tool.bz2"
+        fine && cmp -s "$d/out" "$d/text" && ok || bad "decompressing $tool's file"
     else
         bad "$tool is not installed (scripts/setup installs it)"
     fi
 done
 cat "$d/text.ref.bz2" "$d/runs.ref.bz2" > "$d/cat.bz2"
-got=$(run 0 -d -c "$d/cat.bz2" | sha)
-[ "$got" = "$(cat "$d/text" "$d/runs" | sha)" ] && ok || bad "concatenated streams"
+mb 0 -d -c "$d/cat.bz2"
+fine && [ "$(sha < "$d/out")" = "$(cat "$d/text" "$d/runs" | sha)" ] && ok || bad "concatenated streams"
 
 # ---- decompression on several ranks (remote decoders: MPI_THREAD_MULTIPLE) ----
 for f in text runs random; do
     for cfg in "2 1" "3 2" "4 1"; do
         set -- $cfg
-        got=$(run "$1" -d -c -n "$2" "$d/$f.ref.bz2" | sha)
-        [ "$got" = "$(sha < "$d/$f")" ] && ok || bad "$f: decompressing on $1 ranks x $2 threads"
+        mb "$1" -d -c -n "$2" "$d/$f.ref.bz2"
+        fine && cmp -s "$d/out" "$d/$f" && ok || bad "$f: decompressing on $1 ranks x $2 threads"
     done
 done
-got=$(run 3 -d -c -n 1 "$d/cat.bz2" | sha)
-[ "$got" = "$(cat "$d/text" "$d/runs" | sha)" ] && ok || bad "concatenated streams on 3 ranks"
-run 3 -t -n 1 "$d/text.ref.bz2" && ok || bad "-t on 3 ranks"
-run 3 --thread-level=funneled -d -c "$d/text.ref.bz2" 2> "$d/err" | cmp -s - "$d/text" &&
-    grep -q "MPI_THREAD_MULTIPLE not provided" "$d/err" && ok ||
+mb 3 -d -c -n 1 "$d/cat.bz2"
+fine && [ "$(sha < "$d/out")" = "$(cat "$d/text" "$d/runs" | sha)" ] && ok || bad "concatenated streams on 3 ranks"
+mb 3 -t -n 1 "$d/text.ref.bz2"
+fine && ok || bad "-t on 3 ranks"
+mb 3 --thread-level=funneled -d -c "$d/text.ref.bz2"
+fine && cmp -s "$d/out" "$d/text" && grep -q "MPI_THREAD_MULTIPLE not provided" "$d/err" && ok ||
     bad "decompression below MPI_THREAD_MULTIPLE: rank 0's threads, said on stderr"
-run 3 -vv -d -c "$d/one.ref.bz2" 2> "$d/err" >/dev/null
-grep -q "one decoding thread per remote channel" "$d/err" && ok || bad "-vv does not name the remote decoders"
+mb 3 -vv -d -c "$d/one.ref.bz2"
+fine && grep -q "one decoding thread per remote channel" "$d/err" && ok || bad "-vv does not name the remote decoders"
 
 # ---- corrupt input: exit 2, no output file, input kept ----
 cp "$d/text.ref.bz2" "$d/trunc.bz2"
@@ -205,53 +252,108 @@ cp "$d/text.ref.bz2" "$d/flip.bz2"
 printf '\x55' | dd of="$d/flip.bz2" bs=1 seek=$(( $(stat -c%s "$d/flip.bz2") / 3 )) conv=notrunc status=none
 printf 'this is not bzip2 data\n' > "$d/plain.bz2"
 for f in trunc flip plain; do
-    run 0 -d -q "$d/$f.bz2" 2> "$d/err"; rc=$?
-    [ "$rc" = 2 ] && ok || bad "$f: exit $rc, want 2"
+    mb 0 -d -q "$d/$f.bz2"
+    fine 2 && grep -q "$f" "$d/err" && ok || bad "$f: want exit 2 and a message naming the file"
     [ -e "$d/$f" ] && bad "$f: output file left behind" || ok
     [ -e "$d/$f.bz2" ] && ok || bad "$f: input removed"
     ls "$d" | grep -q mpibzip2- && bad "$f: temporary file left behind" || ok
-    run 0 -t "$d/$f.bz2" 2> /dev/null; rc=$?
-    [ "$rc" = 2 ] && ok || bad "$f: -t exit $rc, want 2"
+    mb 0 -t "$d/$f.bz2"
+    fine 2 && ok || bad "$f: -t, want exit 2"
 done
 # every byte written for a corrupt stream is right (a prefix of the original), on one rank and on three
 for r in 0 3; do
-    run "$r" -d -c "$d/flip.bz2" > "$d/flip.out" 2>/dev/null; rc=$?
-    n=$(wc -c < "$d/flip.out")
-    [ "$rc" = 2 ] && [ "$(sha < "$d/flip.out")" = "$(head -c "$n" "$d/text" | sha)" ] && ok ||
-        bad "flip, $r ranks: exit $rc, or the bytes written are not a prefix of the original"
+    mb "$r" -d -c "$d/flip.bz2"
+    n=$(wc -c < "$d/out")
+    fine 2 && [ "$(sha < "$d/out")" = "$(head -c "$n" "$d/text" | sha)" ] && ok ||
+        bad "flip, $r ranks: want exit 2 and the bytes written a prefix of the original"
 done
-run 3 -d -q "$d/trunc.bz2" 2>/dev/null; rc=$?
-[ "$rc" = 2 ] && [ ! -e "$d/trunc" ] && ok || bad "trunc on 3 ranks: exit $rc, want 2, no output"
+mb 3 -d -q "$d/trunc.bz2"
+fine 2 && [ ! -e "$d/trunc" ] && ok || bad "trunc on 3 ranks: want exit 2, no output"
 
 # ---- file handling ----
 cp "$d/text" "$d/f1"
-run 0 "$d/f1" && [ -e "$d/f1.bz2" ] && [ ! -e "$d/f1" ] && ok || bad "compress: f1.bz2 made, f1 removed"
-run 0 -d "$d/f1.bz2" && [ -e "$d/f1" ] && [ ! -e "$d/f1.bz2" ] && cmp -s "$d/f1" "$d/text" && ok ||
+mb 0 "$d/f1"
+fine && [ -e "$d/f1.bz2" ] && [ ! -e "$d/f1" ] && ok || bad "compress: f1.bz2 made, f1 removed"
+mb 0 -d "$d/f1.bz2"
+fine && [ -e "$d/f1" ] && [ ! -e "$d/f1.bz2" ] && cmp -s "$d/f1" "$d/text" && ok ||
     bad "decompress: f1 back, f1.bz2 removed"
-run 0 -k "$d/f1" && [ -e "$d/f1" ] && [ -e "$d/f1.bz2" ] && ok || bad "-k keeps the input"
-run 0 -q "$d/f1" 2>/dev/null; rc=$?
-[ "$rc" = 1 ] && [ -e "$d/f1" ] && ok || bad "existing output without -f: exit $rc, want 1, input kept"
-run 0 -f "$d/f1" && [ ! -e "$d/f1" ] && ok || bad "-f overwrites"
-run 0 -q "$d/f1.bz2" 2>/dev/null; rc=$?
-[ "$rc" = 1 ] && ok || bad "compressing a .bz2 file: exit $rc, want 1"
-run 0 -q "$d/missing" 2>/dev/null; rc=$?
-[ "$rc" = 1 ] && ok || bad "missing input: exit $rc, want 1"
+mb 0 -k "$d/f1"
+fine && [ -e "$d/f1" ] && [ -e "$d/f1.bz2" ] && ok || bad "-k keeps the input"
+mb 0 -q "$d/f1"
+fine 1 && grep -q "already exists" "$d/err" && [ -e "$d/f1" ] && ok || bad "existing output without -f: want exit 1, input kept"
+mb 0 -f "$d/f1"
+fine && [ ! -e "$d/f1" ] && ok || bad "-f overwrites"
+mb 0 -q "$d/f1.bz2"
+fine 1 && ok || bad "compressing a .bz2 file: want exit 1"
+mb 0 -q "$d/missing"
+fine 1 && grep -q "Can't open input file" "$d/err" && ok || bad "missing input: want exit 1"
 cp "$d/f1.bz2" "$d/noext"
-run 0 -d -q "$d/noext" && cmp -s "$d/noext.out" "$d/text" && ok || bad "no suffix: decompressed to noext.out"
-run 0 -t "$d/f1.bz2" && [ -e "$d/f1.bz2" ] && ok || bad "-t on a good file"
-[ "$(run 0 -c < "$d/text" | sha)" = "$(bzip2 -c < "$d/text" | sha)" ] && ok || bad "stdin to stdout"
-[ "$(run 0 -d < "$d/f1.bz2" | sha)" = "$(sha < "$d/text")" ] && ok || bad "stdin to stdout, -d"
+mb 0 -d -q "$d/noext"
+fine && cmp -s "$d/noext.out" "$d/text" && ok || bad "no suffix: decompressed to noext.out"
+mb 0 -t "$d/f1.bz2"
+fine && [ -e "$d/f1.bz2" ] && ok || bad "-t on a good file"
+mb 0 -c < "$d/text"
+fine && [ "$(sha < "$d/out")" = "$(bzip2 -c < "$d/text" | sha)" ] && ok || bad "stdin to stdout"
+mb 0 -d < "$d/f1.bz2"
+fine && cmp -s "$d/out" "$d/text" && ok || bad "stdin to stdout, -d"
 if [ -w /dev/full ]; then
-    run 0 -c "$d/text" > /dev/full 2>/dev/null; rc=$?
-    [ "$rc" = 1 ] && ok || bad "full disk (stdout /dev/full): exit $rc, want 1"
+    run 0 -c "$d/text" > /dev/full 2> "$d/err"; rc=$?
+    fine 1 && ok || bad "full disk (stdout /dev/full): want exit 1"
 fi
 # progress bar: on standard error when it is a terminal (here a pseudo-terminal from script(1)), silent otherwise
 for i in 1 2 3 4 5 6 7 8; do cat "$d/text"; done > "$d/big"
-run 0 -k -f "$d/big" 2> "$d/err" && [ ! -s "$d/err" ] && ok || bad "no terminal: something on standard error"
+mb 0 -k -f "$d/big"
+fine && [ ! -s "$d/err" ] && ok || bad "no terminal: something on standard error"
 if command -v script >/dev/null; then
-    script -qec "'$bin' -k -f -n 1 '$d/big'" /dev/null > "$d/tty.out" 2>&1
-    grep -q "MB/s" "$d/tty.out" && grep -q "ETA" "$d/tty.out" && ok || bad "no progress bar on a terminal"
+    script -qec "'$bin' -k -f -n 1 '$d/big'" /dev/null > "$d/tty.out" 2>&1; rc=$?
+    fine 0 "$d/tty.out" && grep -q "MB/s" "$d/tty.out" && grep -q "ETA" "$d/tty.out" && ok ||
+        bad "no progress bar on a terminal"
     cmp -s "$d/big.bz2" <(bzip2 -9 -c "$d/big") && ok || bad "output with a progress bar differs from bzip2"
+fi
+
+# ---- no compressed data to a terminal, nor from one (bzip2's messages, exit 1): standard output
+# or input a pseudo-terminal from script(1), whose output is $d/tty.out ----
+# onterm EXPECTED-EXIT 'SHELL COMMAND' (mpibzip2 as "$bin", the directory as "$d")
+onterm() {
+    local want=$1
+    timeout 120 script -qec "bin='$bin'; d='$d'; $2" /dev/null < /dev/null > "$d/tty.out" 2>&1; rc=$?
+    fine "$want" "$d/tty.out"
+}
+refused() { # refused WHAT N: $d/tty.out holds bzip2's refusal N times (WHAT: write / read), and no stream
+    local what=$1 n=$2 prep=to
+    [ "$what" = read ] && prep=from
+    [ "$(grep -c "mpibzip2: I won't $what compressed data $prep a terminal\." "$d/tty.out")" = "$n" ] &&
+        [ "$(grep -c "For help, type: \`mpibzip2 --help'" "$d/tty.out")" = "$n" ] && ! grep -aq "BZh9" "$d/tty.out"
+}
+if command -v script >/dev/null; then
+    bzip2 -c "$d/one" > "$d/one.bz2"
+    onterm 1 '"$bin" -c "$d/one"' && refused write 1 && ok || bad "-c FILE to a terminal: not refused"
+    onterm 1 '"$bin" -c "$d/one" "$d/text"' && refused write 2 && ok || bad "-c FILE FILE to a terminal: not refused for each"
+    onterm 1 '"$bin" -f -c "$d/one"' && refused write 1 && ok || bad "-f -c FILE to a terminal: not refused"
+    onterm 1 '"$bin" -zc -n 2 "$d/one" "$d/missing"' && refused write 1 && grep -q "Can't open input file" "$d/tty.out" &&
+        ok || bad "-c FILE MISSING to a terminal: want the refusal, then the missing file"
+    onterm 1 '"$bin" < "$d/one"' && refused write 1 && ok || bad "stdin to a terminal: not refused"
+    onterm 1 '"$bin" -d' && refused read 1 && ok || bad "-d from a terminal: not refused"
+    onterm 1 '"$bin" -t' && refused read 1 && ok || bad "-t from a terminal: not refused"
+    # decompressed data may go to a terminal (bzip2 too); files are no terminal
+    onterm 0 '"$bin" -d -c "$d/one.bz2"' && [ "$(head -c 1 "$d/tty.out")" = x ] && ok ||
+        bad "-d -c FILE to a terminal: refused, or not the data"
+    onterm 0 '"$bin" -d < "$d/one.bz2"' && [ "$(head -c 1 "$d/tty.out")" = x ] && ok ||
+        bad "-d < FILE to a terminal: refused, or not the data"
+    onterm 0 '"$bin" -t "$d/one.bz2" && "$bin" -c "$d/one" > "$d/one.tty.bz2"' && cmp -s "$d/one.tty.bz2" "$d/one.bz2" && ok ||
+        bad "-t FILE, or -c FILE > FILE, on a terminal: refused, or wrong output"
+fi
+# a launcher whose ranks write to a terminal (Open MPI): compression to standard output is
+# refused; file arguments work (checked throughout through mbz)
+if [ "$launcher_tty" = 1 ]; then
+    mb 2 -c "$d/one"
+    fine 1 && grep -q "won't write compressed data to a terminal" "$d/err" && [ ! -s "$d/out" ] && ok ||
+        bad "-c under a launcher that gives rank 0 a terminal: not refused"
+    mb 2 < "$d/one"
+    fine 1 && grep -q "won't write compressed data to a terminal" "$d/err" && [ ! -s "$d/out" ] && ok ||
+        bad "stdin to stdout under a launcher that gives rank 0 a terminal: not refused"
+    mb 2 -d < "$d/text.ref.bz2"
+    fine && cmp -s "$d/out" "$d/text" && ok || bad "-d stdin to stdout under a launcher that gives rank 0 a terminal"
 fi
 
 # a full disk while writing a file: 200 kB of random data (incompressible) on a 320 KiB tmpfs
@@ -260,12 +362,15 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
     mkdir -p "$d/small"
     head -c 200000 "$d/random" > "$d/r200k"
     unshare -m bash -c 'mount -t tmpfs -o size=320k none "$1" && cp "$2" "$1/f2" &&
-        { "$3" -q "$1/f2" 2>/dev/null; echo "rc=$?"; ls "$1"; }' _ "$d/small" "$d/r200k" "$bin" > "$d/full.out"
-    grep -q '^rc=1$' "$d/full.out" && grep -qx f2 "$d/full.out" && ! grep -q 'f2.bz2\|mpibzip2-' "$d/full.out" && ok ||
+        { "$3" -q "$1/f2" 2>"$4"; echo "rc=$?"; ls "$1"; }' _ "$d/small" "$d/r200k" "$bin" "$d/err" > "$d/full.out"
+    rc=$(sed -n 's/^rc=//p' "$d/full.out")
+    fine 1 && grep -qx f2 "$d/full.out" && ! grep -q 'f2.bz2\|mpibzip2-' "$d/full.out" && ok ||
         bad "full disk: want exit 1, input kept, no output or temporary file ($(tr '\n' ' ' < "$d/full.out"))"
 else
     echo "test_cli: not root: the full-disk case (a tmpfs mount) is skipped" >&2
 fi
 
-echo "test_cli: $checks checks, $fails failures"
+note=
+[ "$launcher_tty" = 1 ] && note=" (the launcher gives rank 0 a terminal: compressed output checked through files)"
+echo "test_cli: $checks checks, $fails failures$note"
 [ "$fails" = 0 ]

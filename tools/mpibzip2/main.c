@@ -319,6 +319,15 @@ static int one(const opts *o, const world *w, const char *name)
     } else if (fstat(0, &st)) {
         memset(&st, 0, sizeof st);
     }
+    /* as bzip2, for every file: compressed data never goes to a terminal (-c
+       with files too; -f does not change that), nor is it read from one */
+    if ((o->mode == 'z' && (o->to_stdout || !name) && isatty(1)) || (o->mode != 'z' && !name && isatty(0))) {
+        fprintf(stderr, "mpibzip2: I won't %s compressed data %s a terminal.\n"
+                        "mpibzip2: For help, type: `mpibzip2 --help'.\n",
+                o->mode == 'z' ? "write" : "read", o->mode == 'z' ? "to" : "from");
+        rc = 1;
+        goto done;
+    }
     if (o->mode != 't' && !o->to_stdout && name) {
         outname = o->mode == 'z' ? malloc(strlen(name) + 5) : decompressed_name(name, &guessed);
         if (!outname) {
@@ -582,15 +591,7 @@ int main(int argc, char **argv)
         free(counts);
     }
     if (o.nfiles == 0) {
-        if (o.mode == 'z' && isatty(1)) {
-            fprintf(stderr, "mpibzip2: I won't write compressed data to a terminal (-h for help).\n");
-            rc = 1;
-        } else if (o.mode != 'z' && isatty(0)) {
-            fprintf(stderr, "mpibzip2: I won't read compressed data from a terminal (-h for help).\n");
-            rc = 1;
-        } else {
-            rc = one(&o, &w, NULL);
-        }
+        rc = one(&o, &w, NULL);
     } else {
         for (int i = 0; i < o.nfiles; i++) {
             int r = one(&o, &w, o.files[i]);
