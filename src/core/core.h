@@ -63,10 +63,11 @@ typedef struct zmpi_kept {
 } zmpi_kept;
 
 typedef struct zmpi_proc {
-    pthread_mutex_t mu;         /* guards ops and the error strings */
+    pthread_mutex_t mu;         /* guards ops and handed; never held across an MPI call */
+    pthread_mutex_t err_mu;     /* guards the error classes and strings (held across MPI calls) */
     void *ops;                  /* pending point-to-point operations (p2p/requests.c) */
     void (*ops_free)(void *ops); /* frees them in MPI_Finalize */
-    int ndetached;              /* of them, freed by ZMPI_Request_free and not yet complete */
+    atomic_int ndetached;       /* of them, freed by ZMPI_Request_free and not yet complete */
     int err_tried, err_ok;      /* the classes below were attempted (at the first error) / exist */
     int err_class[ZMPI_EK_COUNT];
     int err_code[ZMPI_EK_COUNT][ZMPI_ERR_RING];

@@ -64,6 +64,7 @@ static int proc_delete(MPI_Comm comm, int key, void *val, void *extra)
     if (p->self != MPI_COMM_NULL)
         PMPI_Comm_free(&p->self);
     pthread_mutex_destroy(&p->mu);
+    pthread_mutex_destroy(&p->err_mu);
     free(p);
     return MPI_SUCCESS;
 }
@@ -100,23 +101,31 @@ static void proc_create(void)
         free(p);
         return;
     }
+    if (pthread_mutex_init(&p->err_mu, NULL)) {
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return;
+    }
     p->bytes4 = p->bytes8 = MPI_DATATYPE_NULL;
     p->self = MPI_COMM_NULL;
     if (PMPI_Type_contiguous(4, MPI_BYTE, &p->bytes4) != MPI_SUCCESS || PMPI_Type_commit(&p->bytes4) != MPI_SUCCESS ||
         PMPI_Type_contiguous(8, MPI_BYTE, &p->bytes8) != MPI_SUCCESS || PMPI_Type_commit(&p->bytes8) != MPI_SUCCESS ||
         PMPI_Comm_dup(MPI_COMM_SELF, &p->self) != MPI_SUCCESS) {
         pthread_mutex_destroy(&p->mu);
+        pthread_mutex_destroy(&p->err_mu);
         free(p);
         return;
     }
     PMPI_Comm_set_errhandler(p->self, MPI_ERRORS_RETURN);
     if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, proc_delete, &key, NULL) != MPI_SUCCESS) {
         pthread_mutex_destroy(&p->mu);
+        pthread_mutex_destroy(&p->err_mu);
         free(p);
         return;
     }
     if (PMPI_Comm_set_attr(MPI_COMM_SELF, key, p) != MPI_SUCCESS) {
         pthread_mutex_destroy(&p->mu);
+        pthread_mutex_destroy(&p->err_mu);
         free(p);
         PMPI_Comm_free_keyval(&key);
         return;
@@ -144,12 +153,12 @@ int zmpi_err(int kind, const char *fmt, ...)
     if (kind < 0 || kind >= ZMPI_EK_COUNT)
         kind = ZMPI_EK_ARG;
     if (p) { /* the classes are made at the first error */
-        pthread_mutex_lock(&p->mu);
+        pthread_mutex_lock(&p->err_mu);
         if (!p->err_tried) {
             p->err_tried = 1;
             make_errors(p);
         }
-        pthread_mutex_unlock(&p->mu);
+        pthread_mutex_unlock(&p->err_mu);
     }
     if (!p || !p->err_ok)
         return kinds[kind].std_class; /* no classes of our own: the standard class, MPI's message */
@@ -159,10 +168,10 @@ int zmpi_err(int kind, const char *fmt, ...)
     int n = snprintf(msg, sizeof msg, "zmpi: ");
     vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
     va_end(ap);
-    pthread_mutex_lock(&p->mu);
+    pthread_mutex_lock(&p->err_mu);
     int code = p->err_code[kind][p->err_next[kind]++ % ZMPI_ERR_RING];
     PMPI_Add_error_string(code, msg);
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_unlock(&p->err_mu);
     return code;
 }
 

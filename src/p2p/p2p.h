@@ -23,8 +23,10 @@ typedef struct zmpi_p2p_op {
     MPI_Request greq;         /* the user's handle */
     MPI_Request req;          /* the underlying PMPI request; MPI_REQUEST_NULL when there is none */
     MPI_Comm comm;            /* the user's communicator (errors are raised on it) */
+    zmpi_proc *proc;          /* the registry it is in (callbacks make no MPI calls to find it) */
     int is_recv;
     int detached;             /* ZMPI_Request_free'd: completed by later zmpi calls */
+    int claimed;              /* a zmpi_p2p_reap is completing it (under the registry's mutex) */
     int finished;             /* the underlying transfer is over and the result below is final */
     int quiet;                /* completion errors are not raised (ZMPI_Sendrecv raises them once) */
     int collecting;           /* a zmpi completion call is collecting it: the query returns success */

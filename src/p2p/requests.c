@@ -54,13 +54,13 @@ static void unlink_op(zmpi_proc *p, zmpi_p2p_op *op)
             break;
         }
     if (op->detached)
-        p->ndetached--;
+        atomic_fetch_sub(&p->ndetached, 1);
     pthread_mutex_unlock(&p->mu);
 }
 
 void zmpi_p2p_register(zmpi_p2p_op *op)
 {
-    zmpi_proc *p = zmpi_proc_get(); /* not NULL: zmpi_p2p_op_new needed it */
+    zmpi_proc *p = op->proc;
     pthread_mutex_lock(&p->mu);
     op->next = p->ops;
     p->ops = op;
@@ -104,9 +104,8 @@ static int query_fn(void *extra, MPI_Status *status)
 static int free_fn(void *extra)
 {
     zmpi_p2p_op *op = extra;
-    zmpi_proc *p = zmpi_proc_get();
-    if (p)
-        unlink_op(p, op);
+    if (op->proc) /* no MPI call here: MPICH runs this inside its own */
+        unlink_op(op->proc, op);
     free(op->stream);
     free(op);
     return MPI_SUCCESS;
@@ -183,11 +182,13 @@ static int wait_fn(int count, void **states, double timeout, MPI_Status *status)
 int zmpi_p2p_op_new(MPI_Comm comm, int is_recv, zmpi_p2p_op **out)
 {
     *out = NULL;
-    if (!zmpi_proc_get())
+    zmpi_proc *p = zmpi_proc_get();
+    if (!p)
         return MPI_ERR_INTERN;
     zmpi_p2p_op *op = calloc(1, sizeof *op);
     if (!op)
         return MPI_ERR_NO_MEM;
+    op->proc = p;
     op->req = MPI_REQUEST_NULL;
     op->comm = comm;
     op->is_recv = is_recv;
@@ -239,21 +240,33 @@ static int collect(MPI_Request *r, zmpi_p2p_op *op, MPI_Status *st, MPI_Comm *co
 void zmpi_p2p_reap(void)
 {
     zmpi_proc *p = zmpi_proc_get();
-    if (!p || !p->ndetached)
+    if (!p || !atomic_load(&p->ndetached))
         return;
-    for (;;) {
-        zmpi_p2p_op *done = NULL;
-        pthread_mutex_lock(&p->mu);
-        for (zmpi_p2p_op *op = p->ops; op && !done; op = op->next)
-            if (op->detached && (op->finished || (op_progress(op, 0) == MPI_SUCCESS && op->finished)))
-                done = op;
-        pthread_mutex_unlock(&p->mu);
-        if (!done)
-            return;
-        MPI_Request r = done->greq;
-        MPI_Comm comm;
-        int quiet;
-        collect(&r, done, MPI_STATUS_IGNORE, &comm, &quiet); /* errors of a freed request have no one to go to */
+    /* claim some under the mutex, progress them without it: MPI calls are
+     * never made while holding the mutex (MPICH runs free_fn, which takes
+     * it, inside its own lock) */
+    zmpi_p2p_op *claim[16];
+    int n = 0;
+    pthread_mutex_lock(&p->mu);
+    for (zmpi_p2p_op *op = p->ops; op && n < 16; op = op->next)
+        if (op->detached && !op->claimed) {
+            op->claimed = 1;
+            claim[n++] = op;
+        }
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < n; i++) {
+        zmpi_p2p_op *op = claim[i];
+        op_progress(op, 0);
+        if (op->finished) {
+            MPI_Request r = op->greq;
+            MPI_Comm comm;
+            int quiet;
+            collect(&r, op, MPI_STATUS_IGNORE, &comm, &quiet); /* a freed request's errors have no one to go to */
+        } else {
+            pthread_mutex_lock(&p->mu);
+            op->claimed = 0;
+            pthread_mutex_unlock(&p->mu);
+        }
     }
 }
 
@@ -612,7 +625,7 @@ int ZMPI_Request_free(MPI_Request *request)
     pthread_mutex_lock(&p->mu);
     op->detached = 1; /* later zmpi calls complete it */
     op->quiet = 1;
-    p->ndetached++;
+    atomic_fetch_add(&p->ndetached, 1);
     pthread_mutex_unlock(&p->mu);
     *request = MPI_REQUEST_NULL;
     zmpi_p2p_reap();

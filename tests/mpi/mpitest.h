@@ -52,6 +52,26 @@ static inline void mt_setup(mt_state *t, const char *name)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
 
+/* malloc that ends the job when memory is exhausted (tests only). */
+static inline void *mt_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory (%zu bytes)\n", n);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+
+/* The statistics of comm (zeros if it has none). */
+static inline ZMPI_Stats mt_stats(MPI_Comm comm)
+{
+    ZMPI_Stats s;
+    memset(&s, 0, sizeof s);
+    ZMPI_Comm_get_stats(comm, &s);
+    return s;
+}
+
 static inline void mt_init(mt_state *t, int *argc, char ***argv, const char *name)
 {
     MPI_Init(argc, argv);

@@ -34,24 +34,6 @@ typedef struct codec_case {
     double eb;
 } codec_case;
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "test_codecs: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
-}
-
-static ZMPI_Stats stats(void)
-{
-    ZMPI_Stats s;
-    memset(&s, 0, sizeof s);
-    ZMPI_Comm_get_stats(comm, &s);
-    return s;
-}
-
 static const char *tname(MPI_Datatype type)
 {
     return type == MPI_FLOAT ? "float" : "double";
@@ -221,16 +203,16 @@ static void bcast(const codec_case *c, MPI_Datatype type, int k)
 {
     int algo = algo_of(ZMPI_COLL_BCAST, k), root = k % T.size, on = applies(c, type);
     size_t es = type == MPI_FLOAT ? 4 : 8;
-    void *orig = xmalloc(NB * es), *buf = xmalloc(NB * es);
+    void *orig = mt_xmalloc(NB * es), *buf = mt_xmalloc(NB * es);
     fill(orig, NB, type, (size_t)(k + 3), 1);
     if (T.rank == root)
         memcpy(buf, orig, NB * es);
     else
         memset(buf, 0x5c, NB * es);
     configure(c, ZMPI_COLL_BCAST, algo);
-    ZMPI_Stats s0 = stats();
+    ZMPI_Stats s0 = mt_stats(comm);
     int rc = ZMPI_Bcast(buf, NB, type, root, comm);
-    ZMPI_Stats s1 = stats();
+    ZMPI_Stats s1 = mt_stats(comm);
     char what[160];
     snprintf(what, sizeof what, "bcast %s %s algo %d root %d", zmpi_codec_name(c->codec), tname(type), algo,
              root);
@@ -245,14 +227,14 @@ static void allgather(const codec_case *c, MPI_Datatype type, int k)
 {
     int algo = algo_of(ZMPI_COLL_ALLGATHER, k), size = T.size, on = applies(c, type);
     size_t es = type == MPI_FLOAT ? 4 : 8, total = (size_t)NG * (size_t)size;
-    char *mine = xmalloc(NG * es), *got = xmalloc(total * es), *ref = xmalloc(total * es);
+    char *mine = mt_xmalloc(NG * es), *got = mt_xmalloc(total * es), *ref = mt_xmalloc(total * es);
     fill(mine, NG, type, (size_t)(T.rank * 5 + k), T.rank == size - 1);
     MPI_Allgather(mine, NG, type, ref, NG, type, comm);
     memset(got, 0x5c, total * es);
     configure(c, ZMPI_COLL_ALLGATHER, algo);
-    ZMPI_Stats s0 = stats();
+    ZMPI_Stats s0 = mt_stats(comm);
     int rc = ZMPI_Allgather(mine, NG, type, got, NG, type, comm);
-    ZMPI_Stats s1 = stats();
+    ZMPI_Stats s1 = mt_stats(comm);
     char what[160];
     snprintf(what, sizeof what, "allgather %s %s algo %d", zmpi_codec_name(c->codec), tname(type), algo);
     MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
@@ -274,8 +256,8 @@ static void allreduce(const codec_case *c, MPI_Datatype type, MPI_Op op, int k)
     int algo = algo_of(ZMPI_COLL_ALLREDUCE, k), size = T.size, on = applies(c, type);
     rt_case rc_case = {type, c->mode, c->eb, ZMPI_SCOPE_RESULT, op};
     size_t es = rt_es(type), n = NR, wn = n * (size_t)rt_mult(op);
-    void *in = xmalloc(n * es), *got = xmalloc(n * es), *exact = xmalloc(n * es);
-    double *win = xmalloc(wn * 8), *wref = xmalloc(wn * 8);
+    void *in = mt_xmalloc(n * es), *got = mt_xmalloc(n * es), *exact = mt_xmalloc(n * es);
+    double *win = mt_xmalloc(wn * 8), *wref = mt_xmalloc(wn * 8);
     rt_fill(in, n, type, T.rank + 7 * k, RT_FIELD, op);
     widen_precision(in, n, type);
     rt_widen(in, n, type, op, win);
@@ -283,9 +265,9 @@ static void allreduce(const codec_case *c, MPI_Datatype type, MPI_Op op, int k)
     MPI_Allreduce(in, exact, (int)n, type, op, comm);
     double R = mt_global_range(in, n, type, comm);
     configure(c, ZMPI_COLL_ALLREDUCE, algo);
-    ZMPI_Stats s0 = stats();
+    ZMPI_Stats s0 = mt_stats(comm);
     int rc = ZMPI_Allreduce(in, got, (int)n, type, op, comm);
-    ZMPI_Stats s1 = stats();
+    ZMPI_Stats s1 = mt_stats(comm);
     char what[160];
     snprintf(what, sizeof what, "allreduce %s %s %s algo %d", zmpi_codec_name(c->codec), tname(type),
              rt_op_name(op), algo);
@@ -342,7 +324,7 @@ int main(int argc, char **argv)
     MPI_Datatype types[2] = {MPI_FLOAT, MPI_DOUBLE};
     for (int i = 0; i < ncases; i++) {
         const codec_case *c = &cases[i];
-        ZMPI_Stats s0 = stats();
+        ZMPI_Stats s0 = mt_stats(comm);
         for (int ti = 0; ti < 2; ti++) {
             int k = 2 * i + ti;
             bcast(c, types[ti], k);
@@ -351,7 +333,7 @@ int main(int argc, char **argv)
             if (kind_of(c) != ZMPI_KIND_BOUNDED) /* MAX: byte-identical (lossless) / idempotent (fixed) */
                 allreduce(c, types[ti], MPI_MAX, k + 1);
         }
-        ZMPI_Stats s1 = stats();
+        ZMPI_Stats s1 = mt_stats(comm);
         if (T.size > 1) /* the codec really ran (not the stored fallback) */
             MT_CHECK(&T, s1.bytes_sent - s0.bytes_sent < s1.bytes_raw - s0.bytes_raw,
                      "%s: %llu bytes sent for %llu raw", zmpi_codec_name(c->codec), s1.bytes_sent - s0.bytes_sent,

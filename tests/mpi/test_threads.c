@@ -48,24 +48,6 @@ typedef struct job {
 
 static const double P2P_EB = 1e-3; /* ABS bound of the point-to-point messages */
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "test_threads: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
-}
-
-static ZMPI_Stats stats(MPI_Comm comm)
-{
-    ZMPI_Stats s;
-    memset(&s, 0, sizeof s);
-    ZMPI_Comm_get_stats(comm, &s);
-    return s;
-}
-
 /* Configures coll on j->own with the job's bound, min_bytes 0 and algorithm algo. */
 static void configure(job *j, ZMPI_Coll coll, int algo)
 {
@@ -108,16 +90,16 @@ static void allreduce(job *j, int round)
     int algo = pick(ZMPI_COLL_ALLREDUCE, round + j->id, &aname);
     rt_case k = {MPI_FLOAT, j->mode, j->eb, ZMPI_SCOPE_RESULT, MPI_SUM};
     size_t n = NRED, wn = n * 2;
-    float *in = xmalloc(n * 4), *got = xmalloc(n * 4);
-    double *win = xmalloc(wn * 8), *wref = xmalloc(wn * 8);
+    float *in = mt_xmalloc(n * 4), *got = mt_xmalloc(n * 4);
+    double *win = mt_xmalloc(wn * 8), *wref = mt_xmalloc(wn * 8);
     rt_fill(in, n, MPI_FLOAT, t->rank + 10 * j->id + 3 * round, RT_FIELD, MPI_SUM);
     rt_widen(in, n, MPI_FLOAT, MPI_SUM, win);
     MPI_Allreduce(win, wref, (int)wn, MPI_DOUBLE, MPI_SUM, j->own);
     double R = mt_global_range(in, n, MPI_FLOAT, j->own);
     configure(j, ZMPI_COLL_ALLREDUCE, algo);
-    ZMPI_Stats s0 = stats(j->own);
+    ZMPI_Stats s0 = mt_stats(j->own);
     int rc = ZMPI_Allreduce(in, got, (int)n, MPI_FLOAT, MPI_SUM, j->own);
-    ZMPI_Stats s1 = stats(j->own);
+    ZMPI_Stats s1 = mt_stats(j->own);
     char what[120];
     snprintf(what, sizeof what, "thread %d round %d allreduce %s", j->id, round, aname);
     MT_CHECK(t, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
@@ -137,7 +119,7 @@ static void bcast(job *j, int round)
     const char *aname;
     int algo = pick(ZMPI_COLL_BCAST, round + 2 * j->id, &aname), root = (round + j->id) % t->size;
     size_t n = NBCAST;
-    double *orig = xmalloc(n * 8), *buf = xmalloc(n * 8);
+    double *orig = mt_xmalloc(n * 8), *buf = mt_xmalloc(n * 8);
     mt_fill_field(orig, n, MPI_DOUBLE, (size_t)(root + 5 * round + 17 * j->id));
     if (t->rank == root)
         memcpy(buf, orig, n * 8);
@@ -145,9 +127,9 @@ static void bcast(job *j, int round)
         for (size_t i = 0; i < n; i++)
             buf[i] = -7.25e300;
     configure(j, ZMPI_COLL_BCAST, algo);
-    ZMPI_Stats s0 = stats(j->own);
+    ZMPI_Stats s0 = mt_stats(j->own);
     int rc = ZMPI_Bcast(buf, (int)n, MPI_DOUBLE, root, j->own);
-    ZMPI_Stats s1 = stats(j->own);
+    ZMPI_Stats s1 = mt_stats(j->own);
     char what[120];
     snprintf(what, sizeof what, "thread %d round %d bcast %s root %d", j->id, round, aname, root);
     MT_CHECK(t, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
@@ -179,13 +161,13 @@ static void allgather(job *j, int round)
     if (algo < 0)
         algo = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_ALLGATHER, "ring");
     size_t m = NBLOCK, total = m * (size_t)size;
-    float *mine = xmalloc(m * 4), *got = xmalloc(total * 4), *ref = xmalloc(total * 4);
+    float *mine = mt_xmalloc(m * 4), *got = mt_xmalloc(total * 4), *ref = mt_xmalloc(total * 4);
     mt_fill_field(mine, m, MPI_FLOAT, (size_t)(t->rank * 3 + round + 11 * j->id));
     MPI_Allgather(mine, (int)m, MPI_FLOAT, ref, (int)m, MPI_FLOAT, j->own);
     configure(j, ZMPI_COLL_ALLGATHER, algo);
-    ZMPI_Stats s0 = stats(j->own);
+    ZMPI_Stats s0 = mt_stats(j->own);
     int rc = ZMPI_Allgather(mine, (int)m, MPI_FLOAT, got, (int)m, MPI_FLOAT, j->own);
-    ZMPI_Stats s1 = stats(j->own);
+    ZMPI_Stats s1 = mt_stats(j->own);
     char what[120];
     snprintf(what, sizeof what, "thread %d round %d allgather %s", j->id, round, aname);
     MT_CHECK(t, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
@@ -222,14 +204,14 @@ static void p2p(job *j, int round)
 {
     mt_state *t = &j->t;
     int size = t->size, right = (t->rank + 1) % size, left = (t->rank - 1 + size) % size;
-    float *sbuf[NMSG], *rbuf[NMSG], *want = xmalloc(((size_t)NP2P + 3000) * 4);
+    float *sbuf[NMSG], *rbuf[NMSG], *want = mt_xmalloc(((size_t)NP2P + 3000) * 4);
     MPI_Request req[2 * NMSG];
     MPI_Status st[2 * NMSG];
     int rc, tag0 = 100 + 10 * j->id; /* distinct tags per thread */
     pthread_barrier_wait(j->start);
     for (int k = 0; k < NMSG; k++) {
         size_t n = p2p_count(j->id, k);
-        rbuf[k] = xmalloc(n * 4);
+        rbuf[k] = mt_xmalloc(n * 4);
         for (size_t i = 0; i < n; i++)
             rbuf[k][i] = -7.25e30f;
         rc = ZMPI_Irecv(rbuf[k], (int)n, MPI_FLOAT, left, tag0 + k, j->shared, &req[k]);
@@ -237,7 +219,7 @@ static void p2p(job *j, int round)
     }
     for (int k = 0; k < NMSG; k++) {
         size_t n = p2p_count(j->id, k);
-        sbuf[k] = xmalloc(n * 4);
+        sbuf[k] = mt_xmalloc(n * 4);
         p2p_fill(sbuf[k], n, t->rank, j->id, round, k);
         rc = ZMPI_Isend(sbuf[k], (int)n, MPI_FLOAT, right, tag0 + k, j->shared, &req[NMSG + k]);
         MT_CHECK(t, rc == MPI_SUCCESS, "thread %d: Isend rc %d", j->id, rc);
@@ -305,7 +287,7 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(shared, MPI_ERRORS_RETURN);
     /* the shared communicator's configuration is set before the threads start */
     mt_config(shared, ZMPI_CODEC_FZL, ZMPI_EB_ABS, P2P_EB, ZMPI_SCOPE_MESSAGE, 0);
-    ZMPI_Stats p0 = stats(shared);
+    ZMPI_Stats p0 = mt_stats(shared);
 
     job jobs[2];
     pthread_barrier_t start;
@@ -338,7 +320,7 @@ int main(int argc, char **argv)
         MPI_Comm_free(&jobs[i].own);
     }
     /* every message was sent compressed */
-    ZMPI_Stats p1 = stats(shared);
+    ZMPI_Stats p1 = mt_stats(shared);
     MT_CHECK(&t, p1.compressed - p0.compressed >= 2ull * ROUNDS * NMSG,
              "point-to-point: %llu compressed calls, expected at least %d sends", p1.compressed - p0.compressed,
              2 * ROUNDS * NMSG);
