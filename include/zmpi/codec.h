@@ -226,7 +226,7 @@ ptrdiff_t zmpi_compress_channel(zmpi_ctx *ctx, zmpi_channel *ch, const void *src
 ptrdiff_t zmpi_decompress_channel(zmpi_ctx *ctx, zmpi_channel *ch, const void *src,
                                   size_t src_size, void *dst, size_t dst_cap);
 
-/* ---- Quality metrics (SPEC 1.6) ---- */
+/* ---- Quality metrics (ratio, max error, RMSE, NRMSE, PSNR, throughput) ---- */
 typedef struct zmpi_quality {
     double max_abs_err;  /* max |x - x'| over elements where both are finite */
     double rmse;

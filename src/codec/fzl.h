@@ -1,5 +1,5 @@
 /*
- * fzl: the fZ-light-class error-bounded codec (SPEC 1.2), shared pieces of
+ * fzl: the fZ-light-class error-bounded codec (quantise to multiples of 2 eb, 1-D Lorenzo, fixed-length bit packing per block), shared pieces of
  * the portable implementation (fzl.c) and the AVX2 kernels (fzl_avx2.c).
  *
  * Segment payload (after the framework's mode byte):

@@ -1,5 +1,5 @@
 /*
- * linpred.c - error-bounded linear-predictive codecs (SPEC 1.3):
+ * linpred.c - error-bounded linear-predictive codecs (four linear predictors over reconstructed values):
  *   linpred-byte: one symbol byte per value (predictor id or "unpredictable"),
  *                 unpredictable values appended bit-exactly;
  *   linpred-bit:  bit-wise: a 3-bit predictor code, or the value with its
@@ -61,7 +61,7 @@
  *   eb = f * 2^e, 0.5 <= f < 1 (frexp), i.e. 2^-nb <= eb < 2^(-nb+1).
  *   Cutting to b bits and padding with the mid-point gives an error of at
  *   most 2^(m-b-1) <= 2^-nb <= eb (0 when b = W; 2^(m-1) <= 2^(-nb-1) when
- *   b is clamped to 0): one bit fewer than b = m + nb of SPEC 1.3, which
+ *   b is clamped to 0): one bit fewer than the published b = m + nb, which
  *   would keep the cut within eb/2. In mode 0 the rounding of x - c and
  *   y' + c is checked per value; a miss takes the escape.
  *

@@ -1,4 +1,4 @@
-/* Quality metrics shared by every tool that reports quality (SPEC 1.6). */
+/* Quality metrics shared by every tool that reports quality (ratio, max error, RMSE, NRMSE, PSNR, throughput). */
 #include <math.h>
 #include <string.h>
 

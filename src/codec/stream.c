@@ -1,5 +1,5 @@
 /*
- * The zmpi stream: header, segment index, segments (SPEC 1.7).
+ * The zmpi stream: header, segment index, segments (self-describing: magic, version, codec, dtype, count, bound, index).
  *
  *   offset size  field
  *   0      4     magic "ZMPI"

@@ -1,5 +1,5 @@
 /*
- * trunc.c - fixed-precision lossy codecs (SPEC 1.5), no error bound.
+ * trunc.c - fixed-precision lossy codecs (DP-Lossy_N and double -> float, from the 2008 CAM study), no error bound.
  *
  * trunc (DP-Lossy_N): drop the N = param low bits of each bit pattern
  *   (double: N = 1..52, default 32; float: N = 1..23, default 16); the

@@ -1,5 +1,5 @@
 /*
- * xorlzc.c - lossless XOR / leading-zero-nibble codecs (SPEC 1.4).
+ * xorlzc.c - lossless XOR / leading-zero-nibble codecs (XOR with the previous value or message, then a count of leading zero nibbles).
  *
  * xorlzc:       d_i = bits(x_i) XOR bits(x_{i-1}) within the segment
  *               (x_{-1} = 0).

@@ -1,5 +1,5 @@
 /*
- * Allgather(v), ring, compress once (SPEC 2.3).
+ * Allgather(v), ring, compress once (each block compressed once at its origin, decompressed once at its destination).
  *
  * Every rank compresses its own block once (Z_r); one small allgather of
  * integers tells every rank the size of every Z; then N-1 ring steps forward

@@ -1,6 +1,6 @@
 /*
  * Ring Allreduce = ring Reduce_scatter (reduce_scatter_ring.c) + ring
- * Allgather of compress-once blocks (SPEC 2.4 and 2.3).
+ * Allgather of compress-once blocks (pieces compressed while in flight; blocks compressed once).
  *
  * The vector is cut into N even blocks (the first count % N one element
  * longer). Phase 1 leaves the fully reduced block r at rank r, each partial

@@ -1,5 +1,5 @@
 /*
- * Alltoall(v), pairwise exchange, compress once (SPEC 2.3).
+ * Alltoall(v), pairwise exchange, compress once (each block compressed once at its origin, decompressed once at its destination).
  *
  * Step s = 1 .. N-1: rank r sends Z_(r→r+s) to r+s and receives
  * Z_(r-s→r) from r-s. 4 ranks:

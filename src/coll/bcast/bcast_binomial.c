@@ -1,5 +1,5 @@
 /*
- * Bcast, binomial tree, compress once (SPEC 2.3).
+ * Bcast, binomial tree, compress once (each block compressed once at its origin, decompressed once at its destination).
  *
  * Virtual ranks v = (rank - root) mod N, 8 ranks (the root is v = 0):
  *

@@ -1,5 +1,5 @@
 /*
- * Gather(v), linear, compress once (SPEC 2.3).
+ * Gather(v), linear, compress once (each block compressed once at its origin, decompressed once at its destination).
  *
  *   rank i ≠ root:  Z_i = compress(block i);  i ─Z_i─▶ root
  *   root r:         posts all N-1 receives up front, then in rank order

@@ -1,6 +1,6 @@
 /*
  * Reduce = Reduce_scatter + compressed Gather of the reduced blocks to the
- * root (SPEC 2.4, "rsg"). The reduce-scatter is recursive halving
+ * root ("rsg": reduce-scatter, then gather). The reduce-scatter is recursive halving
  * (coll/common/halving.h, log2 N messages) for a power-of-two N, else the
  * ring (reduce_scatter_ring.c); either is a tree of N - 1 merges.
  *

@@ -1,6 +1,6 @@
 /*
  * Ring Reduce_scatter with compression hidden inside the transfer
- * (SPEC 2.4).
+ * (pieces compressed while the step's transfers are in flight).
  *
  * N ranks, block b (recvcounts[b] elements) ends at rank b. In step s
  * (s = 0 .. N-2) rank r sends its partial of block (r-s-1) mod N to r+1 and

@@ -1,5 +1,5 @@
 /*
- * Scatter(v), binomial tree, compress once (SPEC 2.3).
+ * Scatter(v), binomial tree, compress once (each block compressed once at its origin, decompressed once at its destination).
  *
  * Virtual ranks v = (rank - root) mod N; Z_v = the compressed part of v.
  * 8 ranks:
