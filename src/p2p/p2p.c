@@ -157,6 +157,23 @@ fn_exit:
 
 /* ---- sending ---- */
 
+/* Frames count elements as an uncompressed ("stored") stream in a new
+ * buffer *owned of *len bytes. */
+static int frame_stored(const void *buf, size_t count, zmpi_dtype dt, void **owned, int *len)
+{
+    zmpi_ctx *st = zmpi_ctx_create();
+    int rc = st && zmpi_ctx_set_codec(st, ZMPI_CODEC_STORED) == ZMPI_OK ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    size_t cap = rc ? 0 : zmpi_max_compressed_size(st, count, dt);
+    if (rc == MPI_SUCCESS)
+        rc = zmpi_alloc(cap, owned);
+    ptrdiff_t l = rc ? -1 : zmpi_compress(st, buf, count, dt, *owned, cap);
+    zmpi_ctx_free(st);
+    if (rc == MPI_SUCCESS && (l < 0 || (size_t)l > (size_t)INT_MAX))
+        rc = MPI_ERR_INTERN;
+    *len = (int)l;
+    return rc;
+}
+
 /* What to send for (buf, count, type) on comm: *out / *len bytes (MPI_BYTE)
  * and *owned = the buffer to free afterwards, or *out == NULL for the plain
  * PMPI call with the user's arguments. Returns MPI_SUCCESS or an error (not
@@ -203,21 +220,10 @@ static int send_prepare(const void *buf, int count, MPI_Datatype type, int peer,
     }
     *out = buf;
     *len = (int)raw;
-    if (is_stream(buf, raw, &info)) {
-        /* raw data that reads as a stream of its own size: frame it, so
-         * that no receiver decodes it */
-        zmpi_ctx *st = zmpi_ctx_create();
-        size_t cap = st ? zmpi_max_compressed_size(st, (size_t)count, info.dtype) : 0;
-        rc = st ? zmpi_ctx_set_codec(st, ZMPI_CODEC_STORED) == ZMPI_OK ? zmpi_alloc(cap, owned) : MPI_ERR_INTERN
-                : MPI_ERR_NO_MEM;
-        ptrdiff_t l = rc ? -1 : zmpi_compress(st, buf, (size_t)count, es == 4 ? ZMPI_FLOAT : ZMPI_DOUBLE, *owned, cap);
-        zmpi_ctx_free(st);
-        if (!rc && (l < 0 || (size_t)l > (size_t)INT_MAX))
-            rc = MPI_ERR_INTERN;
-        if (rc)
-            goto fn_exit;
-        *out = *owned;
-        *len = (int)l;
+    if (is_stream(buf, raw, &info)) { /* raw data that reads as a stream: framed, so no receiver decodes it */
+        rc = frame_stored(buf, (size_t)count, es == 4 ? ZMPI_FLOAT : ZMPI_DOUBLE, owned, len);
+        if (rc == MPI_SUCCESS)
+            *out = *owned;
     }
 fn_exit:
     if (on == ZMPI_CALL_ON)
