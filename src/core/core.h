@@ -15,6 +15,17 @@
 
 #include "zmpi/zmpi.h"
 
+/* Error plumbing, in MPICH's style: a function keeps its status in `int rc`
+ * and leaves through the labels fn_exit (always) and fn_fail (on an error,
+ * which cleans up and jumps back to fn_exit).
+ *   ZMPI_CHECK(zmpi_send_block(c, ...));   // rc = the call's status; non-zero: goto fn_fail
+ */
+#define ZMPI_CHECK(expr)                                                                           \
+    do {                                                                                           \
+        if ((rc = (expr)) != MPI_SUCCESS)                                                          \
+            goto fn_fail;                                                                          \
+    } while (0)
+
 /* Size classes of the measured decisions: floor(log2(bytes)). */
 #define ZMPI_TUNE_CLASSES 48
 
