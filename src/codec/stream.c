@@ -231,6 +231,145 @@ static ptrdiff_t encode_segment(const enc_job *j, const zc_seg *s, const void *s
     return r + 1;
 }
 
+/* One message's encoding: the segments, where they come from and go. */
+typedef struct enc_run {
+    enc_job job;
+    const uint8_t *src;
+    uint8_t *dst;
+    size_t dst_cap, count, seg, es;
+    const uint8_t *hist; /* inter-step history read by the encoder (NULL = zeros) */
+    size_t hes;          /* its element size */
+} enc_run;
+
+/* The segment descriptor of segment i. */
+static zc_seg segment_of(const enc_run *e, size_t i)
+{
+    zc_seg s = e->job.seg;
+    size_t off = i * e->seg;
+    s.n = e->count - off < e->seg ? e->count - off : e->seg;
+    s.hist = e->hist ? e->hist + off * e->hes : NULL;
+    return s;
+}
+
+/* Encodes segments [s0, s1) one after the other from dst + pos and fills
+ * their index entries. Returns the end position, or an error. A segment
+ * never takes more than 1 + its raw size (encode_segment stores raw data
+ * when the codec does not gain), which the parallel layout relies on. */
+static ptrdiff_t encode_segments(const enc_run *e, size_t s0, size_t s1, size_t pos)
+{
+    for (size_t i = s0; i < s1; i++) {
+        zc_seg s = segment_of(e, i);
+        ptrdiff_t r = encode_segment(&e->job, &s, e->src + i * e->seg * e->es, e->dst + pos,
+                                     e->dst_cap - pos);
+        if (r < 0)
+            return r;
+        zc_put_u32(e->dst + HDR_SIZE + IDX_ENTRY * i, (uint32_t)r);
+        zc_put_u32(e->dst + HDR_SIZE + IDX_ENTRY * i + 4,
+                   e->job.checksum ? seg_check(e->dst + pos, (size_t)r) : 0);
+        pos += (size_t)r;
+    }
+    return (ptrdiff_t)pos;
+}
+
+/* Encodes all nseg segments after the header of hsize bytes; returns the
+ * stream's size or an error. With several threads (which needs room for the
+ * worst case), thread t encodes segments [t*nseg/T, (t+1)*nseg/T) from the
+ * worst-case offset of its first segment; the regions are then compacted. */
+static ptrdiff_t encode_all(const enc_run *e, size_t nseg, size_t hsize, int threads)
+{
+    size_t worst_seg = 1 + e->seg * e->es, total = hsize;
+    if (threads > (int)nseg)
+        threads = (int)(nseg ? nseg : 1);
+    if (e->dst_cap < hsize + nseg + e->count * e->es)
+        threads = 1; /* parallel regions need the worst-case layout */
+    if (threads > 256)
+        threads = 256;
+    if (threads <= 1)
+        return encode_segments(e, 0, nseg, hsize);
+
+    ptrdiff_t end[256];
+#ifdef ZMPI_HAVE_OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+#endif
+    for (int t = 0; t < threads; t++) {
+        size_t s0 = nseg * (size_t)t / (size_t)threads, s1 = nseg * (size_t)(t + 1) / (size_t)threads;
+        end[t] = encode_segments(e, s0, s1, hsize + s0 * worst_seg);
+    }
+    for (int t = 0; t < threads; t++) {
+        if (end[t] < 0)
+            return end[t];
+        size_t start = hsize + nseg * (size_t)t / (size_t)threads * worst_seg;
+        size_t len = (size_t)end[t] - start;
+        if (start != total)
+            memmove(e->dst + total, e->dst + start, len);
+        total += len;
+    }
+    return (ptrdiff_t)total;
+}
+
+/* Inter-step channel, before encoding: whether this message resets the
+ * history, which history the encoder reads, where the new one will go. */
+typedef struct chan_plan {
+    uint8_t flags;
+    uint64_t seq;
+    uint8_t *hist, *hkeep; /* read (NULL = zeros) / written after encoding (NULL: not kept) */
+    size_t hes;
+} chan_plan;
+
+static void channel_begin(zmpi_channel *ch, const zc_codec_ops *ops, zmpi_dtype dtype, uint32_t param,
+                          size_t count, chan_plan *p)
+{
+    p->hes = ops->hist_elem_size(dtype);
+    size_t need = count * p->hes;
+    int same = ch->valid && ch->codec == ops->id && ch->dtype == dtype && ch->param == param &&
+               ch->count == count;
+    p->seq = ch->seq + 1;
+    if (!same)
+        p->flags |= ZMPI_SF_RESET;
+    else
+        p->hist = ch->buf;
+    ch->valid = 0; /* until this message is complete */
+    if (need <= ch->max_bytes && need > 0 && zc_channel_reserve(ch, need) == ZMPI_OK)
+        p->hkeep = ch->buf;
+    if (!p->hkeep)
+        p->hist = NULL, p->flags |= ZMPI_SF_RESET; /* cannot keep: every message resets */
+}
+
+/* Inter-step channel, after a successful encoding: the receiver's view of
+ * this message becomes the next one's history. */
+static void channel_end(zmpi_channel *ch, const enc_run *e, size_t nseg, const chan_plan *p)
+{
+    const zc_codec_ops *ops = e->job.ops;
+    if (p->hkeep) {
+        for (size_t i = 0; i < nseg; i++) {
+            zc_seg s = segment_of(e, i);
+            ops->hist_update(&s, e->src + i * e->seg * e->es, p->hkeep + i * e->seg * p->hes);
+        }
+        ch->valid = 1;
+    }
+    ch->codec = ops->id;
+    ch->dtype = e->job.seg.dtype;
+    ch->param = e->job.seg.param;
+    ch->count = e->count;
+    ch->seq = p->seq;
+}
+
+/* The stream header (the index follows; its check is written last). */
+static void put_header(uint8_t *dst, const enc_run *e, size_t nseg, uint8_t flags, uint64_t seq)
+{
+    dst[0] = MAGIC0; dst[1] = MAGIC1; dst[2] = MAGIC2; dst[3] = MAGIC3;
+    dst[4] = ZMPI_STREAM_VERSION;
+    dst[5] = (uint8_t)e->job.ops->id;
+    dst[6] = (uint8_t)e->job.seg.dtype;
+    dst[7] = flags;
+    zc_put_u64(dst + 8, e->count);
+    zc_put_f64(dst + 16, e->job.seg.eb);
+    zc_put_u32(dst + 24, e->job.seg.param);
+    zc_put_u32(dst + 28, (uint32_t)e->seg);
+    zc_put_u32(dst + 32, (uint32_t)nseg);
+    zc_put_u64(dst + 40, seq);
+}
+
 static ptrdiff_t compress_impl(zmpi_ctx *ctx, zmpi_channel *ch, const void *src, size_t count,
                                zmpi_dtype dtype, void *dstv, size_t dst_cap)
 {
@@ -269,139 +408,23 @@ static ptrdiff_t compress_impl(zmpi_ctx *ctx, zmpi_channel *ch, const void *src,
             return rc;
     }
 
-    /* Inter-step channel: decide reset and where the history lives. */
-    uint8_t flags = ctx->checksum ? ZMPI_SF_CHECKSUM : 0;
-    uint64_t seq = 0;
-    uint8_t *hist = NULL;  /* history read by the encoder (NULL = zeros) */
-    uint8_t *hkeep = NULL; /* where the new history goes */
-    size_t hes = 0;
-    if (ops->inter) {
-        hes = ops->hist_elem_size(dtype);
-        size_t need = count * hes;
-        int same = ch->valid && ch->codec == ops->id && ch->dtype == dtype && ch->param == param &&
-                   ch->count == count;
-        seq = ch->seq + 1;
-        if (!same)
-            flags |= ZMPI_SF_RESET;
-        else
-            hist = ch->buf;
-        ch->valid = 0; /* until this message is complete */
-        if (need <= ch->max_bytes && need > 0 && zc_channel_reserve(ch, need) == ZMPI_OK)
-            hkeep = ch->buf;
-        if (!hkeep)
-            hist = NULL, flags |= ZMPI_SF_RESET; /* cannot keep: every message resets */
-    }
+    chan_plan plan = {.flags = ctx->checksum ? ZMPI_SF_CHECKSUM : 0};
+    if (ops->inter)
+        channel_begin(ch, ops, dtype, param, count, &plan);
 
-    /* Header (index filled below). */
-    dst[0] = MAGIC0; dst[1] = MAGIC1; dst[2] = MAGIC2; dst[3] = MAGIC3;
-    dst[4] = ZMPI_STREAM_VERSION;
-    dst[5] = (uint8_t)ops->id;
-    dst[6] = (uint8_t)dtype;
-    dst[7] = flags;
-    zc_put_u64(dst + 8, count);
-    zc_put_f64(dst + 16, eb);
-    zc_put_u32(dst + 24, param);
-    zc_put_u32(dst + 28, (uint32_t)seg);
-    zc_put_u32(dst + 32, (uint32_t)nseg);
-    zc_put_u64(dst + 40, seq);
-
-    enc_job job = {.ops = ops, .checksum = ctx->checksum,
-                   .lossless_eb0 = (ops->kind == ZMPI_KIND_BOUNDED && eb == 0.0)};
-    job.seg.dtype = dtype;
-    job.seg.eb = eb;
-    job.seg.param = param;
-    job.seg.hist = NULL;
-
-    size_t full_seg_worst = 1 + seg * es;
-    size_t worst_total = hsize + nseg + count * es;
-    if (threads > (int)nseg)
-        threads = (int)(nseg ? nseg : 1);
-    if (dst_cap < worst_total)
-        threads = 1; /* parallel regions need the worst-case layout */
-
-    size_t total = hsize;
-    if (threads <= 1) {
-        for (size_t i = 0; i < nseg && rc == 0; i++) {
-            zc_seg s = job.seg;
-            size_t off = i * seg;
-            s.n = count - off < seg ? count - off : seg;
-            s.hist = hist ? hist + off * hes : NULL;
-            ptrdiff_t r = encode_segment(&job, &s, (const uint8_t *)src + off * es, dst + total,
-                                         dst_cap - total);
-            if (r < 0) {
-                rc = (int)r;
-                break;
-            }
-            zc_put_u32(dst + HDR_SIZE + IDX_ENTRY * i, (uint32_t)r);
-            zc_put_u32(dst + HDR_SIZE + IDX_ENTRY * i + 4,
-                       job.checksum ? seg_check(dst + total, (size_t)r) : 0);
-            total += (size_t)r;
-        }
-    } else {
-        /* Thread t encodes segments [t*nseg/T, (t+1)*nseg/T) sequentially from the
-         * worst-case offset of its first segment; the regions are then compacted. */
-        size_t region_len[256];
-        int trc[256];
-        if (threads > 256)
-            threads = 256;
-#ifdef ZMPI_HAVE_OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-#endif
-        for (int t = 0; t < threads; t++) {
-            size_t s0 = nseg * (size_t)t / (size_t)threads, s1 = nseg * (size_t)(t + 1) / (size_t)threads;
-            size_t pos = hsize + s0 * full_seg_worst, start = pos;
-            int lrc = 0;
-            for (size_t i = s0; i < s1; i++) {
-                zc_seg s = job.seg;
-                size_t off = i * seg;
-                s.n = count - off < seg ? count - off : seg;
-                s.hist = hist ? hist + off * hes : NULL;
-                ptrdiff_t r = encode_segment(&job, &s, (const uint8_t *)src + off * es, dst + pos,
-                                             1 + s.n * es);
-                if (r < 0) {
-                    lrc = (int)r;
-                    break;
-                }
-                zc_put_u32(dst + HDR_SIZE + IDX_ENTRY * i, (uint32_t)r);
-                zc_put_u32(dst + HDR_SIZE + IDX_ENTRY * i + 4,
-                           job.checksum ? seg_check(dst + pos, (size_t)r) : 0);
-                pos += (size_t)r;
-            }
-            trc[t] = lrc;
-            region_len[t] = pos - start;
-        }
-        for (int t = 0; t < threads; t++) {
-            if (trc[t] && !rc)
-                rc = trc[t];
-            size_t s0 = nseg * (size_t)t / (size_t)threads;
-            size_t start = hsize + s0 * full_seg_worst;
-            if (!rc && start != total)
-                memmove(dst + total, dst + start, region_len[t]);
-            total += region_len[t];
-        }
-    }
-    if (rc)
-        return rc; /* channel stays invalid: the next message resets */
-
+    enc_run e = {.job = {.ops = ops, .checksum = ctx->checksum,
+                         .lossless_eb0 = (ops->kind == ZMPI_KIND_BOUNDED && eb == 0.0),
+                         .seg = {.dtype = dtype, .eb = eb, .param = param}},
+                 .src = src, .dst = dst, .dst_cap = dst_cap, .count = count, .seg = seg, .es = es,
+                 .hist = plan.hist, .hes = plan.hes};
+    put_header(dst, &e, nseg, plan.flags, plan.seq);
+    ptrdiff_t total = encode_all(&e, nseg, hsize, threads);
+    if (total < 0)
+        return total; /* channel stays invalid: the next message resets */
     zc_put_u32(dst + 36, header_check(dst, nseg));
-
-    if (ops->inter) {
-        if (hkeep) {
-            for (size_t i = 0; i < nseg; i++) {
-                zc_seg s = job.seg;
-                size_t off = i * seg;
-                s.n = count - off < seg ? count - off : seg;
-                ops->hist_update(&s, (const uint8_t *)src + off * es, hkeep + off * hes);
-            }
-            ch->valid = 1;
-        }
-        ch->codec = ops->id;
-        ch->dtype = dtype;
-        ch->param = param;
-        ch->count = count;
-        ch->seq = seq;
-    }
-    return (ptrdiff_t)total;
+    if (ops->inter)
+        channel_end(ch, &e, nseg, &plan);
+    return total;
 }
 
 ptrdiff_t zmpi_compress(zmpi_ctx *ctx, const void *src, size_t count, zmpi_dtype dtype, void *dst,

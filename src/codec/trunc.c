@@ -372,17 +372,15 @@ static void dp2spi_hist_update(const zc_seg *s, const void *out, void *hist) {
 }
 static size_t dp2spi_hist_elem_size(zmpi_dtype dtype) { return dtype == ZMPI_DOUBLE ? 4 : 0; }
 
+/* Fields left out are NULL / 0 (not inter-step, no history, no parameter). */
 const zc_codec_ops zc_trunc_ops = {
     .id = ZMPI_CODEC_TRUNC,
     .name = "trunc",
     .description = "fixed precision: drop the N low bits of each value (DP-Lossy_N), pack the rest",
     .kind = ZMPI_KIND_FIXED,
-    .inter = 0,
     .dtypes = (1u << ZMPI_FLOAT) | (1u << ZMPI_DOUBLE),
     .encode = trunc_encode,
     .decode = trunc_decode,
-    .hist_update = NULL,
-    .hist_elem_size = NULL,
     .param_check = trunc_param_check,
 };
 
@@ -391,13 +389,9 @@ const zc_codec_ops zc_dp2sp_ops = {
     .name = "dp2sp",
     .description = "fixed precision: double cast to float (DP-SP)",
     .kind = ZMPI_KIND_FIXED,
-    .inter = 0,
     .dtypes = 1u << ZMPI_DOUBLE,
     .encode = dp2sp_encode,
     .decode = dp2sp_decode,
-    .hist_update = NULL,
-    .hist_elem_size = NULL,
-    .param_check = NULL,
 };
 
 const zc_codec_ops zc_trunc_inter_ops = {
@@ -425,5 +419,4 @@ const zc_codec_ops zc_dp2sp_inter_ops = {
     .decode = dp2spi_decode,
     .hist_update = dp2spi_hist_update,
     .hist_elem_size = dp2spi_hist_elem_size,
-    .param_check = NULL,
 };
