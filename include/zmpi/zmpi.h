@@ -4,25 +4,10 @@
  * Every ZMPI_ call takes exactly the arguments of its MPI counterpart, so
  * adopting zmpi is a rename. Compression settings live in a configuration
  * attached to the communicator (ZMPI_Comm_set_config), with defaults from
- * environment variables:
- *
- *   ZMPI_CODEC          codec name (default fzl; `zmpi codec list`)
- *   ZMPI_EB             error bound, a number > 0 (no default: without a bound
- *                       the error-bounded codecs are off and calls run as plain MPI)
- *   ZMPI_EB_MODE        abs | rel (default rel)
- *   ZMPI_EB_SCOPE       result (default): the bound holds for the collective's
- *                       result; message: it holds for each compressed message
- *                       (the published semantics, error may compound)
- *   ZMPI_MIN_BYTES      messages below this size are sent uncompressed (default 65536)
- *   ZMPI_THREADS        OpenMP threads per compression (default 1; 0 = all cores
- *                       of the node; more than the node's cores is an error)
- *   ZMPI_CHUNK          elements per pipelined chunk (default 65536)
- *   ZMPI_SCRATCH        bytes of working buffers a communicator keeps between
- *                       calls (default 256M; 0: allocate and free per call)
- *   ZMPI_<COLL>_ALGORITHM  algorithm name per collective, e.g.
- *                       ZMPI_ALLREDUCE_ALGORITHM=ring (see ZMPI_Coll_algorithms)
- *   ZMPI_NET_BW, ZMPI_NET_LAT, ZMPI_CODEC_SPEED, ZMPI_RATIO: the model behind
- *                       "compress only when it pays" (see ZMPI_Config)
+ * environment variables ZMPI_EB, ZMPI_EB_MODE, ZMPI_CODEC, ... The list of
+ * them, with defaults and meanings, is one table in the library: read it with
+ * ZMPI_Setting_info, print it with `zmpi config` (values and origins) or
+ * `zmpi config --markdown` (docs/configuration.md is that output).
  * A malformed value, or a ZMPI_ variable that is none of these (a typo), is
  * an error of every zmpi call on a communicator that takes its settings from
  * the environment, raised through its error handler (see ZMPI_Error_class)
