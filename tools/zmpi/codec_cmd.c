@@ -673,50 +673,43 @@ static void json_num(const char *key, double v, int last)
         printf("\"%s\": null%s", key, last ? "" : ", ");
 }
 
-static int cmd_eval(int argc, char **argv)
-{
-    opts o;
-    zmpi_dtype dt;
+/* What eval measured. */
+typedef struct eval_result {
     zmpi_codec codec;
-    if (parse_opts(argc, argv, 1, &o) || parse_dtype(o.dtype_s, &dt))
-        return 2;
-    if (dt == ZMPI_BYTE) {
-        fprintf(stderr, "zmpi: eval measures errors of float data: use --dtype f32 or f64\n");
-        return 2;
-    }
-    zmpi_ctx *ctx = make_ctx(&o, dt, &codec);
-    if (!ctx)
-        return 2;
-    size_t n = 0;
-    int status = 1;
-    void *x = load_array(o.pos[0], dt, &n);
-    size_t es = zmpi_dtype_size(dt), raw = n * es;
-    size_t cap = zmpi_max_compressed_size(ctx, n, dt);
-    void *buf = x ? malloc(cap ? cap : 1) : NULL;
-    void *y = x ? malloc(raw ? raw : 1) : NULL;
-    double *tc = malloc(sizeof(double) * (size_t)o.repeat), *td = malloc(sizeof(double) * (size_t)o.repeat);
+    zmpi_dtype dt;
+    size_t n, raw;
+    ptrdiff_t len;  /* stream size */
+    double cs, ds;  /* median seconds of compression, decompression */
+    double eb;      /* absolute bound in the stream (bounded codecs) */
+    zmpi_quality q; /* decompressed vs original */
+} eval_result;
+
+/* o->repeat timed round trips of x through buf into y; 0, or 1 after a message. */
+static int eval_rounds(const opts *o, zmpi_ctx *ctx, const void *x, void *buf, size_t cap, void *y,
+                       eval_result *er)
+{
+    double *tc = malloc(sizeof(double) * (size_t)o->repeat), *td = malloc(sizeof(double) * (size_t)o->repeat);
     zmpi_channel *chc = zmpi_channel_create(0), *chd = zmpi_channel_create(0);
-    if (!x)
-        goto out;
-    if (!buf || !y || !tc || !td || !chc || !chd) {
+    ptrdiff_t got = 0;
+    int rc = 1;
+    if (!tc || !td || !chc || !chd) {
         fprintf(stderr, "zmpi: out of memory\n");
         goto out;
     }
-    ptrdiff_t len = 0, got = 0;
-    for (long r = 0; r < o.repeat; r++) {
+    for (long r = 0; r < o->repeat; r++) {
         /* each round is a fresh channel pair, so inter-step codecs see a first message */
         zmpi_channel_reset(chc);
         zmpi_channel_reset(chd);
         double t0 = now_s();
-        len = zmpi_compress_channel(ctx, chc, x, n, dt, buf, cap);
+        er->len = zmpi_compress_channel(ctx, chc, x, er->n, er->dt, buf, cap);
         double t1 = now_s();
-        if (len < 0) {
-            fprintf(stderr, "zmpi: compression failed: %s\n", zmpi_strerror((int)len));
+        if (er->len < 0) {
+            fprintf(stderr, "zmpi: compression failed: %s\n", zmpi_strerror((int)er->len));
             goto out;
         }
-        got = zmpi_decompress_channel(ctx, chd, buf, (size_t)len, y, raw);
+        got = zmpi_decompress_channel(ctx, chd, buf, (size_t)er->len, y, er->raw);
         double t2 = now_s();
-        if (got < 0 || (size_t)got != raw) {
+        if (got < 0 || (size_t)got != er->raw) {
             fprintf(stderr, "zmpi: decompression failed: %s\n",
                     got < 0 ? zmpi_strerror((int)got) : "wrong size");
             goto out;
@@ -724,59 +717,102 @@ static int cmd_eval(int argc, char **argv)
         tc[r] = t1 - t0;
         td[r] = t2 - t1;
     }
-    zmpi_stream_info info;
-    zmpi_stream_info_get(buf, (size_t)len, &info);
-    zmpi_quality q;
-    zmpi_quality_compare(x, y, n, dt, &q);
-    int kind = zmpi_codec_kind(codec);
-    double eb = kind == ZMPI_KIND_BOUNDED ? info.eb : 0.0;
-    double over = kind == ZMPI_KIND_BOUNDED ? (eb > 0 ? q.max_abs_err / eb : 0.0)
-                                            : (kind == ZMPI_KIND_LOSSLESS ? 0.0 : NAN);
-    int lossless_bad = kind == ZMPI_KIND_LOSSLESS && memcmp(x, y, raw) != 0;
-    int bound_bad = kind == ZMPI_KIND_BOUNDED && q.max_abs_err > eb;
-    double cm = median(tc, (size_t)o.repeat), dm = median(td, (size_t)o.repeat);
-    double ratio = len > 0 ? (double)raw / (double)len : 0.0;
-    double cg = cm > 0 ? (double)raw / cm / 1e9 : 0.0, dg = dm > 0 ? (double)raw / dm / 1e9 : 0.0;
-    if (o.json) {
-        printf("{\"codec\": \"%s\", \"dtype\": \"%s\", \"count\": %zu, ", zmpi_codec_name(codec),
-               dtype_name(dt), n);
-        json_num("eb", eb, 0);
-        json_num("ratio", ratio, 0);
-        json_num("comp_gbps", cg, 0);
-        json_num("decomp_gbps", dg, 0);
-        json_num("max_abs_err", q.max_abs_err, 0);
-        json_num("max_err_over_eb", over, 0);
-        json_num("psnr", q.psnr, 0);
-        json_num("nrmse", q.nrmse, 1);
-        printf("}\n");
-    } else {
-        printf("codec            %s\n", zmpi_codec_name(codec));
-        printf("file             %s (%zu x %s, %.3f MB)\n", o.pos[0], n, dtype_name(dt), (double)raw / 1e6);
-        if (kind == ZMPI_KIND_BOUNDED)
-            printf("bound            %s %g -> absolute eb %.6g\n", o.mode == ZMPI_EB_REL ? "REL" : "ABS",
-                   o.eb, eb);
-        printf("ratio            %.3f (%zu -> %td bytes)\n", ratio, raw, len);
-        printf("compress         %.3f GB/s (median of %ld)\n", cg, o.repeat);
-        printf("decompress       %.3f GB/s\n", dg);
-        printf("max abs error    %.6g", q.max_abs_err);
-        if (kind == ZMPI_KIND_BOUNDED)
-            printf("  (%.4f of the bound)", over);
-        printf("\nPSNR             %.2f dB\nNRMSE            %.3g\n", q.psnr, q.nrmse);
-        if (q.nonfinite_mismatch)
-            printf("non-finite values not reproduced: %llu\n", (unsigned long long)q.nonfinite_mismatch);
-    }
-    status = 0;
-    if (lossless_bad || bound_bad || q.nonfinite_mismatch) {
-        fprintf(stderr, "zmpi: BUG: %s\n",
-                lossless_bad ? "lossless round trip differs" : bound_bad ? "error bound violated"
-                                                                          : "non-finite value altered");
-        status = 3;
-    }
+    er->cs = median(tc, (size_t)o->repeat);
+    er->ds = median(td, (size_t)o->repeat);
+    rc = 0;
 out:
     zmpi_channel_free(chc);
     zmpi_channel_free(chd);
     free(tc);
     free(td);
+    return rc;
+}
+
+/* Prints eval's result (text or one JSON object); returns 0, or 3 if the
+ * round trip broke the codec's guarantee. */
+static int eval_report(const opts *o, const eval_result *er, const void *x, const void *y)
+{
+    const zmpi_quality *q = &er->q;
+    int kind = zmpi_codec_kind(er->codec);
+    double eb = er->eb;
+    double over = kind == ZMPI_KIND_BOUNDED ? (eb > 0 ? q->max_abs_err / eb : 0.0)
+                                            : (kind == ZMPI_KIND_LOSSLESS ? 0.0 : NAN);
+    int lossless_bad = kind == ZMPI_KIND_LOSSLESS && memcmp(x, y, er->raw) != 0;
+    int bound_bad = kind == ZMPI_KIND_BOUNDED && q->max_abs_err > eb;
+    double ratio = er->len > 0 ? (double)er->raw / (double)er->len : 0.0;
+    double cg = er->cs > 0 ? (double)er->raw / er->cs / 1e9 : 0.0;
+    double dg = er->ds > 0 ? (double)er->raw / er->ds / 1e9 : 0.0;
+    if (o->json) {
+        printf("{\"codec\": \"%s\", \"dtype\": \"%s\", \"count\": %zu, ", zmpi_codec_name(er->codec),
+               dtype_name(er->dt), er->n);
+        json_num("eb", eb, 0);
+        json_num("ratio", ratio, 0);
+        json_num("comp_gbps", cg, 0);
+        json_num("decomp_gbps", dg, 0);
+        json_num("max_abs_err", q->max_abs_err, 0);
+        json_num("max_err_over_eb", over, 0);
+        json_num("psnr", q->psnr, 0);
+        json_num("nrmse", q->nrmse, 1);
+        printf("}\n");
+    } else {
+        printf("codec            %s\n", zmpi_codec_name(er->codec));
+        printf("file             %s (%zu x %s, %.3f MB)\n", o->pos[0], er->n, dtype_name(er->dt),
+               (double)er->raw / 1e6);
+        if (kind == ZMPI_KIND_BOUNDED)
+            printf("bound            %s %g -> absolute eb %.6g\n", o->mode == ZMPI_EB_REL ? "REL" : "ABS",
+                   o->eb, eb);
+        printf("ratio            %.3f (%zu -> %td bytes)\n", ratio, er->raw, er->len);
+        printf("compress         %.3f GB/s (median of %ld)\n", cg, o->repeat);
+        printf("decompress       %.3f GB/s\n", dg);
+        printf("max abs error    %.6g", q->max_abs_err);
+        if (kind == ZMPI_KIND_BOUNDED)
+            printf("  (%.4f of the bound)", over);
+        printf("\nPSNR             %.2f dB\nNRMSE            %.3g\n", q->psnr, q->nrmse);
+        if (q->nonfinite_mismatch)
+            printf("non-finite values not reproduced: %llu\n", (unsigned long long)q->nonfinite_mismatch);
+    }
+    if (lossless_bad || bound_bad || q->nonfinite_mismatch) {
+        fprintf(stderr, "zmpi: BUG: %s\n",
+                lossless_bad ? "lossless round trip differs" : bound_bad ? "error bound violated"
+                                                                          : "non-finite value altered");
+        return 3;
+    }
+    return 0;
+}
+
+static int cmd_eval(int argc, char **argv)
+{
+    opts o;
+    eval_result er = {0};
+    if (parse_opts(argc, argv, 1, &o) || parse_dtype(o.dtype_s, &er.dt))
+        return 2;
+    if (er.dt == ZMPI_BYTE) {
+        fprintf(stderr, "zmpi: eval measures errors of float data: use --dtype f32 or f64\n");
+        return 2;
+    }
+    zmpi_ctx *ctx = make_ctx(&o, er.dt, &er.codec);
+    if (!ctx)
+        return 2;
+    int status = 1;
+    void *x = load_array(o.pos[0], er.dt, &er.n);
+    er.raw = er.n * zmpi_dtype_size(er.dt);
+    size_t cap = zmpi_max_compressed_size(ctx, er.n, er.dt);
+    void *buf = x ? malloc(cap ? cap : 1) : NULL;
+    void *y = x ? malloc(er.raw ? er.raw : 1) : NULL;
+    if (!x)
+        goto out;
+    if (!buf || !y) {
+        fprintf(stderr, "zmpi: out of memory\n");
+        goto out;
+    }
+    if (eval_rounds(&o, ctx, x, buf, cap, y, &er))
+        goto out;
+    zmpi_stream_info info;
+    zmpi_stream_info_get(buf, (size_t)er.len, &info);
+    er.eb = zmpi_codec_kind(er.codec) == ZMPI_KIND_BOUNDED ? info.eb : 0.0;
+    zmpi_quality_compare(x, y, er.n, er.dt, &er.q);
+    status = eval_report(&o, &er, x, y);
+out:
     free(x);
     free(y);
     free(buf);
