@@ -475,24 +475,19 @@ static void expect_ok_dbg(const char *what, const buf *z, const buf *data, bz_de
     free_res(&r);
 }
 
-static void test_good(void)
+/* Single streams of every kind at -1 and -9: the reference's block count,
+ * and the decoder's output. */
+static void good_streams(buf *empty, buf *one, buf *text, buf *rnd, buf *same, buf *runs, buf *blk1,
+                         buf *blk2)
 {
-    buf empty = {NULL, 0};
-    buf one = {(unsigned char *)"x", 1};
-    buf text = gen_text(3000000);
-    buf rnd = gen_random(2000000, 7, 0);
-    buf same = {malloc(5000000), 5000000};
-    buf runs = gen_runs(3500000, 9);
-    buf blk1 = gen_random(99981, 11, 1), blk2 = gen_random(99982, 11, 1);
-    memset(same.p, 'x', same.n);
     struct {
         const char *name;
         buf *data;
         int level, blocks; /* blocks: expected count, or -1 */
     } cases[] = {
-        {"empty", &empty, 9, 0}, {"one", &one, 9, 1},   {"one", &one, 1, 1},   {"text", &text, 1, -1},
-        {"text", &text, 9, 4},   {"rnd", &rnd, 1, 21},  {"rnd", &rnd, 9, 3},   {"same", &same, 1, 1},
-        {"same", &same, 9, 1},   {"runs", &runs, 1, -1}, {"blk1", &blk1, 1, 1}, {"blk2", &blk2, 1, 2},
+        {"empty", empty, 9, 0}, {"one", one, 9, 1},   {"one", one, 1, 1},   {"text", text, 1, -1},
+        {"text", text, 9, 4},   {"rnd", rnd, 1, 21},  {"rnd", rnd, 9, 3},   {"same", same, 1, 1},
+        {"same", same, 9, 1},   {"runs", runs, 1, -1}, {"blk1", blk1, 1, 1}, {"blk2", blk2, 1, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char what[64];
@@ -509,17 +504,12 @@ static void test_good(void)
         expect_ok(what, &z, cases[i].data);
         free(z.p);
     }
+}
 
-    /* several streams, trailing bytes */
-    buf zt = make("text", &text, 1), zr = make("rnd", &rnd, 9), ze = make("empty", &empty, 9),
-        zo = make("one", &one, 1);
-    buf multi = cat2(zt, zr), data = cat2(text, rnd);
-    expect_ok("two streams", &multi, &data);
-    buf m2 = cat2(ze, zo), m3 = cat2(m2, ze);
-    expect_ok("empty + one + empty streams", &m3, &one);
-    buf m4 = cat2(ze, ze);
-    expect_ok("two empty streams", &m4, &empty);
-
+/* Bytes after the last stream (multi, which decodes to data): ignored
+ * garbage, or a truncated / corrupt stream. */
+static void good_trailing(const buf *multi, const buf *data)
+{
     static const struct {
         const char *tail;
         int rc;
@@ -535,18 +525,112 @@ static void test_good(void)
         {"BZh9junkjunkjunkjunk", 2, "data integrity error"},
     };
     for (size_t i = 0; i < sizeof trail / sizeof trail[0]; i++) {
-        buf t = trail[i].tail[0] ? cat_str(multi, trail[i].tail) : cat2(multi, (buf){(unsigned char *)"\0\0\0\0", 4});
+        buf t = trail[i].tail[0] ? cat_str(*multi, trail[i].tail)
+                                 : cat2(*multi, (buf){(unsigned char *)"\0\0\0\0", 4});
         for (int th = 1; th <= 4; th *= 2) {
             result r;
             run_dec(&t, th, NULL, &r);
             CHECK(r.rc == trail[i].rc && strstr(r.msg, trail[i].needle), "trailing '%s', %d threads: rc %d (%s)",
                   trail[i].tail, th, r.rc, r.msg);
-            CHECK(r.outlen == data.n && !memcmp(r.out, data.p, data.n), "trailing '%s': output differs",
+            CHECK(r.outlen == data->n && !memcmp(r.out, data->p, data->n), "trailing '%s': output differs",
                   trail[i].tail);
             free_res(&r);
         }
         free(t.p);
     }
+}
+
+/* planted magics in a two-stream file (rf: its reference split; b2: the
+ * first block of stream 2): in the header of stream 2, in the padding
+ * after stream 1, in blocks */
+static void good_planted(const buf *multi, const buf *data, const ref *rf, int b2)
+{
+    uint64_t h2 = (rf->eos[0] + 80 + 7) / 8 * 8;
+    bz_mark fk[] = {
+        {3, BZ_MARK_BLOCK},
+        {rf->eos[0] + 81, BZ_MARK_BLOCK},
+        {h2 + 5, BZ_MARK_EOS},
+        {h2 + 31, BZ_MARK_BLOCK},
+        {(rf->start[1] + rf->end[1]) / 2, BZ_MARK_BLOCK},
+        {(rf->start[b2] + rf->end[b2]) / 2, BZ_MARK_EOS},
+        {rf->eos[1] + 40, BZ_MARK_BLOCK},
+    };
+    bz_decode_debug dbg;
+    memset(&dbg, 0, sizeof dbg);
+    dbg.fake_marks = fk;
+    dbg.nfake = sizeof fk / sizeof fk[0];
+    for (int th = 1; th <= 4; th *= 2)
+        expect_ok_dbg("planted magics, two streams", multi, data, &dbg, th, 2, 0);
+}
+
+/* the worker decoded at another level than the stream's (zt: text at -1) */
+static void good_worker_level(const buf *zt, const buf *text)
+{
+    bz_decode_debug dbg;
+    memset(&dbg, 0, sizeof dbg);
+    dbg.worker_level = 9;
+    expect_ok_dbg("worker level 9 on -1", zt, text, &dbg, 2, 0, 3);
+    dbg.worker_level = 1;
+    buf zt9 = make("text", text, 9);
+    expect_ok_dbg("worker level 1 on -9", &zt9, text, &dbg, 2, 0, 4);
+    /* a -9 stream whose header says -1: its blocks are too big */
+    buf lo = copy_buf(&zt9);
+    lo.p[3] = '1';
+    ref r9;
+    CHECK(ref_split(zt9.p, zt9.n, &r9) == 0, "text -9: reference split");
+    expect_corrupt("-9 data in a -1 stream", &lo, text, &r9, 0, "data integrity error in block 1", 2);
+    free(lo.p);
+    free(zt9.p);
+}
+
+/* input from a pipe, and -t */
+static void good_pipe_and_test(const buf *multi, const buf *data)
+{
+    char cmd[300], path[256];
+    write_file("multi.bz2", multi->p, multi->n);
+    path_of(path, sizeof path, "multi.bz2");
+    snprintf(cmd, sizeof cmd, "cat '%s'", path);
+    FILE *in = popen(cmd, "r");
+    result r;
+    memset(&r, 0, sizeof r);
+    FILE *out = open_memstream((char **)&r.out, &r.outlen);
+    bz_decode_opts o = {3, 0, NULL, NULL, 0, NULL, NULL};
+    r.rc = bz_decompress(in, "pipe", out, &o, r.msg, sizeof r.msg);
+    fclose(out);
+    pclose(in);
+    CHECK(r.rc == 0 && r.outlen == data->n && !memcmp(r.out, data->p, data->n), "pipe input: rc %d (%s)",
+          r.rc, r.msg);
+    free_res(&r);
+
+    in = fopen(path, "rb");
+    o.test_only = 1;
+    r.rc = bz_decompress(in, "multi.bz2", NULL, &o, r.msg, sizeof r.msg);
+    fclose(in);
+    CHECK(r.rc == 0 && !r.msg[0], "-t: rc %d (%s)", r.rc, r.msg);
+}
+
+static void test_good(void)
+{
+    buf empty = {NULL, 0};
+    buf one = {(unsigned char *)"x", 1};
+    buf text = gen_text(3000000);
+    buf rnd = gen_random(2000000, 7, 0);
+    buf same = {malloc(5000000), 5000000};
+    buf runs = gen_runs(3500000, 9);
+    buf blk1 = gen_random(99981, 11, 1), blk2 = gen_random(99982, 11, 1);
+    memset(same.p, 'x', same.n);
+    good_streams(&empty, &one, &text, &rnd, &same, &runs, &blk1, &blk2);
+
+    /* several streams, trailing bytes */
+    buf zt = make("text", &text, 1), zr = make("rnd", &rnd, 9), ze = make("empty", &empty, 9),
+        zo = make("one", &one, 1);
+    buf multi = cat2(zt, zr), data = cat2(text, rnd);
+    expect_ok("two streams", &multi, &data);
+    buf m2 = cat2(ze, zo), m3 = cat2(m2, ze);
+    expect_ok("empty + one + empty streams", &m3, &one);
+    buf m4 = cat2(ze, ze);
+    expect_ok("two empty streams", &m4, &empty);
+    good_trailing(&multi, &data);
 
     /* multi-stream: a bit flip in the first block of stream 2 */
     ref rf;
@@ -559,27 +643,7 @@ static void test_good(void)
     for (int th = 1; th <= 4; th *= 2)
         expect_corrupt("flip in stream 2", &bad, &data, &rf, b2, "block 1 of stream 2", th);
     free(bad.p);
-
-    /* planted magics in a two-stream file: in the header of stream 2, in the
-     * padding after stream 1, in blocks */
-    {
-        uint64_t h2 = (rf.eos[0] + 80 + 7) / 8 * 8;
-        bz_mark fk[] = {
-            {3, BZ_MARK_BLOCK},
-            {rf.eos[0] + 81, BZ_MARK_BLOCK},
-            {h2 + 5, BZ_MARK_EOS},
-            {h2 + 31, BZ_MARK_BLOCK},
-            {(rf.start[1] + rf.end[1]) / 2, BZ_MARK_BLOCK},
-            {(rf.start[b2] + rf.end[b2]) / 2, BZ_MARK_EOS},
-            {rf.eos[1] + 40, BZ_MARK_BLOCK},
-        };
-        bz_decode_debug dbg;
-        memset(&dbg, 0, sizeof dbg);
-        dbg.fake_marks = fk;
-        dbg.nfake = sizeof fk / sizeof fk[0];
-        for (int th = 1; th <= 4; th *= 2)
-            expect_ok_dbg("planted magics, two streams", &multi, &data, &dbg, th, 2, 0);
-    }
+    good_planted(&multi, &data, &rf, b2);
 
     /* the reader's cut of candidates that have no magic for long */
     {
@@ -591,54 +655,146 @@ static void test_good(void)
         expect_ok_dbg("small cap", &zr1, &rnd, &dbg, 2, 20, 0);
         free(zr1.p);
     }
-
-    /* the worker decoded at another level than the stream's */
-    {
-        bz_decode_debug dbg;
-        memset(&dbg, 0, sizeof dbg);
-        dbg.worker_level = 9;
-        expect_ok_dbg("worker level 9 on -1", &zt, &text, &dbg, 2, 0, 3);
-        dbg.worker_level = 1;
-        buf zt9 = make("text", &text, 9);
-        expect_ok_dbg("worker level 1 on -9", &zt9, &text, &dbg, 2, 0, 4);
-        /* a -9 stream whose header says -1: its blocks are too big */
-        buf lo = copy_buf(&zt9);
-        lo.p[3] = '1';
-        ref r9;
-        CHECK(ref_split(zt9.p, zt9.n, &r9) == 0, "text -9: reference split");
-        expect_corrupt("-9 data in a -1 stream", &lo, &text, &r9, 0, "data integrity error in block 1", 2);
-        free(lo.p);
-        free(zt9.p);
-    }
-
-    /* input from a pipe, and -t */
-    {
-        char cmd[300], path[256];
-        write_file("multi.bz2", multi.p, multi.n);
-        path_of(path, sizeof path, "multi.bz2");
-        snprintf(cmd, sizeof cmd, "cat '%s'", path);
-        FILE *in = popen(cmd, "r");
-        result r;
-        memset(&r, 0, sizeof r);
-        FILE *out = open_memstream((char **)&r.out, &r.outlen);
-        bz_decode_opts o = {3, 0, NULL, NULL, 0, NULL, NULL};
-        r.rc = bz_decompress(in, "pipe", out, &o, r.msg, sizeof r.msg);
-        fclose(out);
-        pclose(in);
-        CHECK(r.rc == 0 && r.outlen == data.n && !memcmp(r.out, data.p, data.n), "pipe input: rc %d (%s)", r.rc,
-              r.msg);
-        free_res(&r);
-
-        in = fopen(path, "rb");
-        o.test_only = 1;
-        r.rc = bz_decompress(in, "multi.bz2", NULL, &o, r.msg, sizeof r.msg);
-        fclose(in);
-        CHECK(r.rc == 0 && !r.msg[0], "-t: rc %d (%s)", r.rc, r.msg);
-    }
+    good_worker_level(&zt, &text);
+    good_pipe_and_test(&multi, &data);
 
     free(zt.p), free(zr.p), free(ze.p), free(zo.p), free(multi.p), free(data.p), free(m2.p), free(m3.p),
         free(m4.p);
     free(text.p), free(rnd.p), free(same.p), free(runs.p), free(blk1.p), free(blk2.p);
+}
+
+/* Bit flips in the blocks, their CRCs and magics, and the trailer of z
+ * (three blocks of data; rf: its reference split): where, blocks written,
+ * what the message says. */
+static void corrupt_flips(const buf *z, const buf *data, const ref *rf, int th)
+{
+    char what[128];
+    for (int b = 0; b < 3; b++) {
+        buf x = copy_buf(z);
+        flip(&x, (rf->start[b] + rf->end[b]) / 2);
+        snprintf(what, sizeof what, "flip in the middle of block %d, %d threads", b + 1, th);
+        char needle[64];
+        snprintf(needle, sizeof needle, "data integrity error in block %d ", b + 1);
+        expect_corrupt(what, &x, data, rf, b, needle, th);
+        free(x.p);
+    }
+    /* single bit flips: where, blocks written, what the message says */
+    struct {
+        const char *what;
+        uint64_t bit;
+        int blocks;
+        const char *needle;
+    } flips[] = {
+        {"flip in the CRC of block 2", rf->start[1] + 48 + 3, 1, "block 2"},
+        {"flip in the magic of block 2", rf->start[1] + 10, 0, "data integrity error"},
+        {"wrong stream CRC", rf->eos[0] + 48 + 7, 2, "stream CRC"},
+        {"flip in the end-of-stream magic", rf->eos[0] + 20, 2, "data integrity error in block 3"},
+    };
+    for (size_t f = 0; f < sizeof flips / sizeof flips[0]; f++) {
+        buf x = copy_buf(z);
+        flip(&x, flips[f].bit);
+        expect_corrupt(flips[f].what, &x, data, rf, flips[f].blocks, flips[f].needle, th);
+        free(x.p);
+    }
+}
+
+/* z truncated: where, blocks written */
+static void corrupt_truncations(const buf *z, const buf *data, const ref *rf, int th)
+{
+    char what[128];
+    struct {
+        size_t at;
+        int blocks;
+        const char *needle;
+    } cut[] = {
+        {0, 0, "ends unexpectedly"},
+        {2, 0, "ends unexpectedly"},
+        {3, 0, "ends unexpectedly"},
+        {4, 0, "ends unexpectedly after the header"},
+        {7, 0, "ends unexpectedly"},
+        {10, 0, "ends unexpectedly in block 1"},
+        {(size_t)((rf->start[0] + rf->end[0]) / 16), 0, "ends unexpectedly in block 1"},
+        {(size_t)((rf->start[1] + rf->end[1]) / 16), 1, "ends unexpectedly in block 2"},
+        {(size_t)(rf->start[2] / 8 + 3), 1, "ends unexpectedly in block 2"},
+        {(size_t)(rf->eos[0] / 8 + 2), 2, "ends unexpectedly in block 3"},
+        {(size_t)(rf->eos[0] / 8 + 7), 2, "trailer"},
+        {z->n - 1, 2, "trailer"},
+    };
+    for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
+        buf t = {z->p, cut[i].at};
+        snprintf(what, sizeof what, "truncated at %zu of %zu, %d threads", cut[i].at, z->n, th);
+        expect_corrupt(what, &t, data, rf, cut[i].blocks, cut[i].needle, th);
+    }
+}
+
+/* not bzip2 */
+static void corrupt_not_bzip2(const buf *z, const buf *data, const ref *rf, int th)
+{
+    expect_corrupt("not bzip2", data, data, rf, 0, "not a bzip2 file", th);
+    buf bzh0 = copy_buf(z);
+    bzh0.p[3] = '0';
+    expect_corrupt("level 0", &bzh0, data, rf, 0, "not a bzip2 file", th);
+    free(bzh0.p);
+    buf pre = cat2((buf){(unsigned char *)"X", 1}, *z);
+    expect_corrupt("a byte before the header", &pre, data, rf, 0, "not a bzip2 file", th);
+    free(pre.p);
+}
+
+/* false magics: the merge path */
+static void corrupt_planted(const buf *z, const buf *data, const ref *rf, int th)
+{
+    bz_mark fk[] = {
+        {rf->start[0] + 1, BZ_MARK_BLOCK},
+        {(rf->start[0] + rf->end[0]) / 2, BZ_MARK_EOS},
+        {rf->start[1] - 1, BZ_MARK_BLOCK},  /* overlaps the real magic */
+        {rf->start[1] + 50, BZ_MARK_BLOCK}, /* inside the block CRC */
+        {(rf->start[1] + rf->end[1]) / 2, BZ_MARK_BLOCK},
+        {(rf->start[1] + rf->end[1]) / 2 + 7, BZ_MARK_BLOCK},
+        {rf->start[2] + 80, BZ_MARK_EOS},
+        {rf->eos[0] - 100, BZ_MARK_BLOCK},
+        {rf->eos[0] + 20, BZ_MARK_BLOCK}, /* inside the end-of-stream magic */
+        {rf->eos[0] + 60, BZ_MARK_EOS},   /* inside the stream CRC */
+    };
+    bz_decode_debug dbg;
+    memset(&dbg, 0, sizeof dbg);
+    dbg.fake_marks = fk;
+    dbg.nfake = sizeof fk / sizeof fk[0];
+    expect_ok_dbg("planted magics", z, data, &dbg, th, 6, 0);
+
+    /* dense planted magics and tiny reads */
+    size_t nf = (size_t)(z->n * 8 / 4000);
+    bz_mark *dense = malloc(nf * sizeof *dense);
+    for (size_t i = 0; i < nf; i++) {
+        dense[i].bit = 1234 + i * 4000 + (i % 7);
+        dense[i].kind = i % 3 ? BZ_MARK_BLOCK : BZ_MARK_EOS;
+    }
+    memset(&dbg, 0, sizeof dbg);
+    dbg.fake_marks = dense;
+    dbg.nfake = nf;
+    dbg.chunk = th == 1 ? 16 : th == 2 ? 23 : 1000;
+    expect_ok_dbg("dense planted magics, small reads", z, data, &dbg, th, nf / 2, 0);
+    free(dense);
+}
+
+/* planted magic and a real corruption in the same block */
+static void corrupt_planted_and_flip(const buf *z, const buf *data, const ref *rf, int th)
+{
+    bz_decode_debug dbg;
+    buf x = copy_buf(z);
+    uint64_t mid = (rf->start[1] + rf->end[1]) / 2;
+    flip(&x, mid + 500);
+    bz_mark one_fk[1] = {{mid, BZ_MARK_BLOCK}};
+    memset(&dbg, 0, sizeof dbg);
+    dbg.fake_marks = one_fk;
+    dbg.nfake = 1;
+    result r;
+    run_dec(&x, th, &dbg, &r);
+    CHECK(r.rc == 2 && strstr(r.msg, "data integrity error in block 2 "), "planted + flip: rc %d (%s)", r.rc,
+          r.msg);
+    CHECK(r.outlen == rf->bound[1] && !memcmp(r.out, data->p, r.outlen), "planted + flip: %zu bytes written",
+          r.outlen);
+    free_res(&r);
+    free(x.p);
 }
 
 static void test_corrupt(void)
@@ -646,129 +802,19 @@ static void test_corrupt(void)
     buf data = gen_text(250000);
     buf z = make("three", &data, 1);
     ref rf;
-    char what[128];
     int ok = ref_split(z.p, z.n, &rf) == 0 && rf.nblocks == 3 && rf.nstreams == 1;
     CHECK(ok, "three: reference split (%d blocks)", rf.nblocks);
     if (!ok)
         return;
     expect_ok("three blocks", &z, &data);
-
     for (int th = 1; th <= 4; th *= 2) {
-        /* bit flips */
-        for (int b = 0; b < 3; b++) {
-            buf x = copy_buf(&z);
-            flip(&x, (rf.start[b] + rf.end[b]) / 2);
-            snprintf(what, sizeof what, "flip in the middle of block %d, %d threads", b + 1, th);
-            char needle[64];
-            snprintf(needle, sizeof needle, "data integrity error in block %d ", b + 1);
-            expect_corrupt(what, &x, &data, &rf, b, needle, th);
-            free(x.p);
-        }
-        /* single bit flips: where, blocks written, what the message says */
-        struct {
-            const char *what;
-            uint64_t bit;
-            int blocks;
-            const char *needle;
-        } flips[] = {
-            {"flip in the CRC of block 2", rf.start[1] + 48 + 3, 1, "block 2"},
-            {"flip in the magic of block 2", rf.start[1] + 10, 0, "data integrity error"},
-            {"wrong stream CRC", rf.eos[0] + 48 + 7, 2, "stream CRC"},
-            {"flip in the end-of-stream magic", rf.eos[0] + 20, 2, "data integrity error in block 3"},
-        };
-        for (size_t f = 0; f < sizeof flips / sizeof flips[0]; f++) {
-            buf x = copy_buf(&z);
-            flip(&x, flips[f].bit);
-            expect_corrupt(flips[f].what, &x, &data, &rf, flips[f].blocks, flips[f].needle, th);
-            free(x.p);
-        }
-
-        /* truncations: where, blocks written */
-        struct {
-            size_t at;
-            int blocks;
-            const char *needle;
-        } cut[] = {
-            {0, 0, "ends unexpectedly"},
-            {2, 0, "ends unexpectedly"},
-            {3, 0, "ends unexpectedly"},
-            {4, 0, "ends unexpectedly after the header"},
-            {7, 0, "ends unexpectedly"},
-            {10, 0, "ends unexpectedly in block 1"},
-            {(size_t)((rf.start[0] + rf.end[0]) / 16), 0, "ends unexpectedly in block 1"},
-            {(size_t)((rf.start[1] + rf.end[1]) / 16), 1, "ends unexpectedly in block 2"},
-            {(size_t)(rf.start[2] / 8 + 3), 1, "ends unexpectedly in block 2"},
-            {(size_t)(rf.eos[0] / 8 + 2), 2, "ends unexpectedly in block 3"},
-            {(size_t)(rf.eos[0] / 8 + 7), 2, "trailer"},
-            {z.n - 1, 2, "trailer"},
-        };
-        for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
-            buf t = {z.p, cut[i].at};
-            snprintf(what, sizeof what, "truncated at %zu of %zu, %d threads", cut[i].at, z.n, th);
-            expect_corrupt(what, &t, &data, &rf, cut[i].blocks, cut[i].needle, th);
-        }
-
-        /* not bzip2 */
-        expect_corrupt("not bzip2", &data, &data, &rf, 0, "not a bzip2 file", th);
-        buf bzh0 = copy_buf(&z);
-        bzh0.p[3] = '0';
-        expect_corrupt("level 0", &bzh0, &data, &rf, 0, "not a bzip2 file", th);
-        free(bzh0.p);
-        buf pre = cat2((buf){(unsigned char *)"X", 1}, z);
-        expect_corrupt("a byte before the header", &pre, &data, &rf, 0, "not a bzip2 file", th);
-        free(pre.p);
+        corrupt_flips(&z, &data, &rf, th);
+        corrupt_truncations(&z, &data, &rf, th);
+        corrupt_not_bzip2(&z, &data, &rf, th);
     }
-
-    /* false magics: the merge path */
     for (int th = 1; th <= 4; th *= 2) {
-        bz_mark fk[] = {
-            {rf.start[0] + 1, BZ_MARK_BLOCK},
-            {(rf.start[0] + rf.end[0]) / 2, BZ_MARK_EOS},
-            {rf.start[1] - 1, BZ_MARK_BLOCK},  /* overlaps the real magic */
-            {rf.start[1] + 50, BZ_MARK_BLOCK}, /* inside the block CRC */
-            {(rf.start[1] + rf.end[1]) / 2, BZ_MARK_BLOCK},
-            {(rf.start[1] + rf.end[1]) / 2 + 7, BZ_MARK_BLOCK},
-            {rf.start[2] + 80, BZ_MARK_EOS},
-            {rf.eos[0] - 100, BZ_MARK_BLOCK},
-            {rf.eos[0] + 20, BZ_MARK_BLOCK}, /* inside the end-of-stream magic */
-            {rf.eos[0] + 60, BZ_MARK_EOS},   /* inside the stream CRC */
-        };
-        bz_decode_debug dbg;
-        memset(&dbg, 0, sizeof dbg);
-        dbg.fake_marks = fk;
-        dbg.nfake = sizeof fk / sizeof fk[0];
-        expect_ok_dbg("planted magics", &z, &data, &dbg, th, 6, 0);
-
-        /* dense planted magics and tiny reads */
-        size_t nf = (size_t)(z.n * 8 / 4000);
-        bz_mark *dense = malloc(nf * sizeof *dense);
-        for (size_t i = 0; i < nf; i++) {
-            dense[i].bit = 1234 + i * 4000 + (i % 7);
-            dense[i].kind = i % 3 ? BZ_MARK_BLOCK : BZ_MARK_EOS;
-        }
-        memset(&dbg, 0, sizeof dbg);
-        dbg.fake_marks = dense;
-        dbg.nfake = nf;
-        dbg.chunk = th == 1 ? 16 : th == 2 ? 23 : 1000;
-        expect_ok_dbg("dense planted magics, small reads", &z, &data, &dbg, th, nf / 2, 0);
-
-        /* planted magic and a real corruption in the same block */
-        buf x = copy_buf(&z);
-        uint64_t mid = (rf.start[1] + rf.end[1]) / 2;
-        flip(&x, mid + 500);
-        bz_mark one_fk[1] = {{mid, BZ_MARK_BLOCK}};
-        memset(&dbg, 0, sizeof dbg);
-        dbg.fake_marks = one_fk;
-        dbg.nfake = 1;
-        result r;
-        run_dec(&x, th, &dbg, &r);
-        CHECK(r.rc == 2 && strstr(r.msg, "data integrity error in block 2 "), "planted + flip: rc %d (%s)", r.rc,
-              r.msg);
-        CHECK(r.outlen == rf.bound[1] && !memcmp(r.out, data.p, r.outlen), "planted + flip: %zu bytes written",
-              r.outlen);
-        free_res(&r);
-        free(x.p);
-        free(dense);
+        corrupt_planted(&z, &data, &rf, th);
+        corrupt_planted_and_flip(&z, &data, &rf, th);
     }
     free(z.p);
     free(data.p);

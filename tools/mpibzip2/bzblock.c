@@ -314,7 +314,7 @@ static int extract(size_t zl, int level, bz_block *b)
 {
     const unsigned char *z = b->bits;
     if (zl < 4 + 10 + 10 || memcmp(z, "BZh", 3) || z[3] != '0' + level || get_bits(z, 32, 48) != BZ_BLOCK_MAGIC)
-        return -100;
+        return BZ_BLOCK_FAILED;
     uint32_t crc = (uint32_t)get_bits(z, 80, 32);
     uint64_t total = (uint64_t)zl * 8, end = 0;
     int found = 0;
@@ -327,7 +327,7 @@ static int extract(size_t zl, int level, bz_block *b)
         }
     }
     if (found != 1 || end <= 32 + 80)
-        return -100;
+        return BZ_BLOCK_FAILED;
     /* the block starts on a byte: right after "BZh?" */
     memmove(b->bits, b->bits + 4, (size_t)((end - 32 + 7) / 8));
     b->nbits = end - 32;
@@ -429,7 +429,7 @@ static int compress_from(bz_coder *k, source *src, size_t reserve, int level, bz
     int rc, done_in = 0;
 
     if (bz_block_reserve(b, reserve))
-        return -100;
+        return BZ_BLOCK_FAILED;
     memset(&s, 0, sizeof s);
     if (k) {
         s.bzalloc = coder_alloc;
@@ -444,7 +444,7 @@ static int compress_from(bz_coder *k, source *src, size_t reserve, int level, bz
             const unsigned char *p = NULL;
             size_t m = src->next(src, &p);
             if (m == (size_t)-1) {
-                rc = -300;
+                rc = BZ_BLOCK_UNREADABLE;
                 break;
             }
             s.next_in = (char *)p;
@@ -452,7 +452,7 @@ static int compress_from(bz_coder *k, source *src, size_t reserve, int level, bz
             done_in = m == 0;
         }
         if (len == b->cap && bz_block_reserve(b, b->cap * 2)) {
-            rc = -100;
+            rc = BZ_BLOCK_FAILED;
             break;
         }
         s.next_out = (char *)b->bits + len;
@@ -469,7 +469,7 @@ static int compress_from(bz_coder *k, source *src, size_t reserve, int level, bz
     }
     BZ2_bzCompressEnd(&s);
     if (rc == 0)
-        rc = src->next == next_rle && src->u.same == 4 ? -100 : extract(len, level, b);
+        rc = src->next == next_rle && src->u.same == 4 ? BZ_BLOCK_FAILED : extract(len, level, b);
     return rc;
 }
 
@@ -485,7 +485,7 @@ int bz_block_compress_file(bz_coder *k, int fd, uint64_t start, uint64_t n, unsi
                            int level, bz_block *b)
 {
     if (n > (uint64_t)SIZE_MAX || start > (uint64_t)INT64_MAX - n || cap == 0)
-        return -100;
+        return BZ_BLOCK_FAILED;
     source src = {next_file, NULL, (size_t)n, 0, {NULL, 0, 0, 256, 0, 0}, buf, cap, fd, start};
     size_t rle_max = 100000u * (size_t)level; /* the block's RLE1 bytes, whatever its input */
     return compress_from(k, &src, (n < rle_max ? (size_t)n : rle_max) * 5 / 4 + 4096, level, b);

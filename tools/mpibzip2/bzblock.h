@@ -82,17 +82,29 @@ typedef struct bz_coder {
 } bz_coder;
 void bz_coder_free(bz_coder *k);
 
+/* Results of compressing a block besides 0 (done) and libbz2's own error
+ * codes (BZ_SEQUENCE_ERROR .. BZ_CONFIG_ERROR: -1 .. -9). bz_block_compress
+ * and bz_block_compress_file return them, bz_put takes them, and a worker
+ * rank sends them to rank 0 in a result's header (as a uint32): the values
+ * are part of the MPI message protocol. */
+enum bz_block_error {
+    BZ_BLOCK_FAILED = -100,     /* memory is short, or libbz2 made a stream of an unexpected shape */
+    BZ_BLOCK_LOST = -200,       /* the transport to a worker lost the block (bz_put; no caller passes it
+                                   now: proxies and pumps report a lost transport by returning < 0) */
+    BZ_BLOCK_UNREADABLE = -300, /* the block's bytes could not be read from the input file (--shared-input) */
+};
+
 /* Compresses one block, given as its input bytes (raw) or as its RLE1 bytes
  * (from bz_cutter), at the level, with libbz2's default work factor, as
  * bzip2 does, into b (whose memory is reused). k: the calling thread's
  * coder, or NULL to let libbz2 allocate afresh.
- * Returns 0, or a negative libbz2 error code / -100 (memory, or a stream of
- * an unexpected shape). */
+ * Returns 0, or a negative libbz2 error code / BZ_BLOCK_FAILED (memory, or
+ * a stream of an unexpected shape). */
 int bz_block_compress(bz_coder *k, const unsigned char *data, size_t n, int raw, int level, bz_block *b);
 /* The same for a block given as the input bytes [start, start + n) of the
  * file fd, read through buf (cap bytes) piece by piece, so a block of any
  * input length (up to ~46 MB of long runs at level 9) needs only buf.
- * Returns -300 if the file could not be read. */
+ * Returns BZ_BLOCK_UNREADABLE if the file could not be read. */
 int bz_block_compress_file(bz_coder *k, int fd, uint64_t start, uint64_t n, unsigned char *buf, size_t cap,
                            int level, bz_block *b);
 /* Makes room for `bytes` bytes of bits (keeping them). 0, or -1 if memory is short. */

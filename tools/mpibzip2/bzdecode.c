@@ -510,6 +510,9 @@ typedef struct reader {
     uint64_t a; /* bytes before a are in cur */
     cand *cur;
     int level;
+    uint64_t next; /* next bit to scan from */
+    size_t fi;     /* next planted magic */
+    int eof;       /* the input has ended */
 } reader;
 
 /* A magic (or a planted one) at bit b: cur ends there, the next starts. */
@@ -531,13 +534,113 @@ static int at_mark(dec *d, reader *r, uint64_t b, int kind)
     return cand_append(r->cur, r->rb + (b / 8 - r->base), (size_t)(r->a - b / 8));
 }
 
+/* Waits until the list has room for another candidate or the calling
+ * thread wants one. 1 if the run stops, else 0. */
+static int reader_wait(dec *d)
+{
+    pthread_mutex_lock(&d->mu);
+    while (!d->stop && d->count >= d->qmax && !d->need_more)
+        pthread_cond_wait(&d->cv_scan, &d->mu);
+    int stop = d->stop;
+    pthread_mutex_unlock(&d->mu);
+    return stop;
+}
+
+/* Keeps the bytes not scanned yet (at most 7) and reads a chunk after them
+ * (r->eof once the input ends). 0, or -1 on a read error (d->read_err). */
+static int reader_fill(dec *d, reader *r)
+{
+    uint64_t keep = r->next / 8;
+    size_t kept = (size_t)(r->base + r->len - keep);
+    memmove(r->rb, r->rb + (keep - r->base), kept);
+    r->base = keep;
+    r->len = kept;
+    errno = 0;
+    size_t got = fread(r->rb + r->len, 1, d->chunk, d->in);
+    if (got < d->chunk) {
+        if (ferror(d->in)) {
+            pthread_mutex_lock(&d->mu);
+            d->read_err = 1;
+            d->read_errno = errno ? errno : EIO;
+            pthread_mutex_unlock(&d->mu);
+            return -1;
+        }
+        r->eof = 1;
+    }
+    r->len += got;
+    memset(r->rb + r->len, 0, 16);
+    return 0;
+}
+
+/* The bit of the first magic, found or planted, from bit r->next on in the
+ * bytes before kend and ending by bit limit, with its *kind; UINT64_MAX if
+ * there is none. */
+static uint64_t reader_mark(dec *d, reader *r, uint64_t kend, uint64_t limit, int *kind)
+{
+    bz_mark m;
+    uint64_t mb = UINT64_MAX;
+    if (scan_next(&d->f, r->rb, r->next - 8 * r->base, kend - r->base,
+                  limit == UINT64_MAX ? UINT64_MAX : limit - 8 * r->base, &m)) {
+        mb = m.bit + 8 * r->base;
+        *kind = m.kind;
+    }
+    while (r->fi < d->nfake && d->fake[r->fi].bit < r->next)
+        r->fi++;
+    if (r->fi < d->nfake && d->fake[r->fi].bit < 8 * kend && d->fake[r->fi].bit <= mb &&
+        d->fake[r->fi].bit + 48 <= limit) {
+        if (d->fake[r->fi].bit < mb) {
+            mb = d->fake[r->fi].bit;
+            *kind = d->fake[r->fi].kind;
+        }
+        r->fi++;
+    }
+    return mb;
+}
+
+/* Cuts a candidate at every magic of the bytes read (see reader_mark).
+ * 0, or -1 if memory is short. */
+static int reader_scan(dec *d, reader *r, uint64_t kend, uint64_t limit)
+{
+    for (;;) {
+        int kind = 0;
+        uint64_t mb = reader_mark(d, r, kend, limit, &kind);
+        if (mb == UINT64_MAX)
+            return 0;
+        if (at_mark(d, r, mb, kind))
+            return -1;
+        r->next = mb + 1;
+    }
+}
+
+/* The bytes read up to total go to the current candidate, which is the
+ * last one at the end of the input, and is cut at byte kend when it has
+ * gone too long without a magic. 1 at the end of the input, 0 to read on,
+ * -1 if memory is short. */
+static int reader_chunk_end(dec *d, reader *r, uint64_t kend, uint64_t total)
+{
+    r->next = 8 * kend;
+    if (cand_append(r->cur, r->rb + (r->a - r->base), (size_t)(total - r->a)))
+        return -1;
+    r->a = total;
+    if (r->eof) {
+        publish(d, r->cur, K_EOF, 8 * total - r->cur->start);
+        r->cur = NULL;
+        return 1;
+    }
+    if (r->cur->raw_len > d->cap) { /* no magic for too long: cut at a byte */
+        publish(d, r->cur, K_CAP, 8 * kend - r->cur->start);
+        r->cur = cand_new(8 * kend, K_NONE, r->level);
+        if (!r->cur || cand_append(r->cur, r->rb + (kend - r->base), (size_t)(total - kend)))
+            return -1;
+    }
+    return 0;
+}
+
 static void *reader_main(void *arg)
 {
     dec *d = arg;
     reader r;
-    uint64_t next = 0; /* next bit to scan from */
-    size_t fi = 0;     /* next planted magic */
-    int err = 0, eof = 0;
+    int err = 0;
 
     memset(&r, 0, sizeof r);
     r.level = 9;
@@ -545,87 +648,15 @@ static void *reader_main(void *arg)
     r.cur = cand_new(0, K_FILE, r.level);
     if (!r.rb || !r.cur)
         err = 1;
-    while (!err) {
-        pthread_mutex_lock(&d->mu);
-        while (!d->stop && d->count >= d->qmax && !d->need_more)
-            pthread_cond_wait(&d->cv_scan, &d->mu);
-        int stop = d->stop;
-        pthread_mutex_unlock(&d->mu);
-        if (stop)
-            break;
-
-        /* keep the bytes not scanned yet (at most 7), read more */
-        uint64_t keep = next / 8;
-        size_t kept = (size_t)(r.base + r.len - keep);
-        memmove(r.rb, r.rb + (keep - r.base), kept);
-        r.base = keep;
-        r.len = kept;
-        errno = 0;
-        size_t got = fread(r.rb + r.len, 1, d->chunk, d->in);
-        if (got < d->chunk) {
-            if (ferror(d->in)) {
-                pthread_mutex_lock(&d->mu);
-                d->read_err = 1;
-                d->read_errno = errno ? errno : EIO;
-                pthread_mutex_unlock(&d->mu);
-                break;
-            }
-            eof = 1;
-        }
-        r.len += got;
-        memset(r.rb + r.len, 0, 16);
+    while (!err && !reader_wait(d) && reader_fill(d, &r) == 0) {
         uint64_t total = r.base + r.len;
-        uint64_t kend = eof ? total : total - 7;
-        uint64_t limit = eof ? 8 * total : UINT64_MAX;
-
-        for (;;) {
-            bz_mark m;
-            uint64_t mb = UINT64_MAX;
-            int kind = 0;
-            if (scan_next(&d->f, r.rb, next - 8 * r.base, kend - r.base,
-                          limit == UINT64_MAX ? UINT64_MAX : limit - 8 * r.base, &m)) {
-                mb = m.bit + 8 * r.base;
-                kind = m.kind;
-            }
-            while (fi < d->nfake && d->fake[fi].bit < next)
-                fi++;
-            if (fi < d->nfake && d->fake[fi].bit < 8 * kend && d->fake[fi].bit <= mb &&
-                d->fake[fi].bit + 48 <= limit) {
-                if (d->fake[fi].bit < mb) {
-                    mb = d->fake[fi].bit;
-                    kind = d->fake[fi].kind;
-                }
-                fi++;
-            }
-            if (mb == UINT64_MAX)
-                break;
-            if (at_mark(d, &r, mb, kind)) {
-                err = 1;
-                break;
-            }
-            next = mb + 1;
-        }
-        if (err)
-            break;
-        next = 8 * kend;
-        if (cand_append(r.cur, r.rb + (r.a - r.base), (size_t)(total - r.a))) {
+        uint64_t kend = r.eof ? total : total - 7;
+        uint64_t limit = r.eof ? 8 * total : UINT64_MAX;
+        int end = 0;
+        if (reader_scan(d, &r, kend, limit) || (end = reader_chunk_end(d, &r, kend, total)) < 0)
             err = 1;
+        else if (end)
             break;
-        }
-        r.a = total;
-        if (eof) {
-            publish(d, r.cur, K_EOF, 8 * total - r.cur->start);
-            r.cur = NULL;
-            break;
-        }
-        if (r.cur->raw_len > d->cap) { /* no magic for too long: cut at a byte */
-            publish(d, r.cur, K_CAP, 8 * kend - r.cur->start);
-            r.cur = cand_new(8 * kend, K_NONE, r.level);
-            if (!r.cur || cand_append(r.cur, r.rb + (kend - r.base), (size_t)(total - kend))) {
-                err = 1;
-                break;
-            }
-        }
     }
     cand_free(r.cur);
     free(r.rb);
@@ -904,107 +935,146 @@ static const char *where(char *buf, size_t n, unsigned stream, unsigned block, u
     return buf;
 }
 
+/* The stream header ("BZh" + level digit) at bit pos, stream streams in.
+ * Returns -1 with *level if it is one; else what seq_run returns: the end
+ * of the input, trailing garbage, or not a bzip2 file. */
+static int seq_header(dec *d, uint64_t pos, unsigned stream, int *level)
+{
+    static const char hdr[3] = {'B', 'Z', 'h'};
+    for (int i = 0; i < 4; i++) {
+        uint64_t v;
+        int r = seq_bits(d, pos + 8 * (uint64_t)i, 8, &v);
+        if (r < 0)
+            return reader_error(d);
+        if (r == 0) {
+            if (i == 0 && stream > 0)
+                return BZ_DECODE_OK;
+            return fail(d, BZ_DECODE_CORRUPT, "compressed file ends unexpectedly (compressed offset %llu)",
+                        (unsigned long long)(pos / 8 + (uint64_t)i));
+        }
+        int bad = i < 3 ? v != (uint64_t)(unsigned char)hdr[i] : v < '1' || v > '9';
+        if (bad) {
+            if (stream == 0)
+                return fail(d, BZ_DECODE_CORRUPT, "not a bzip2 file");
+            fail(d, BZ_DECODE_OK, "trailing garbage after EOF ignored (compressed offset %llu)",
+                 (unsigned long long)(pos / 8));
+            return BZ_DECODE_OK;
+        }
+        *level = (int)v - '0';
+    }
+    return -1;
+}
+
+/* No magic at bit pos after `block` blocks of the stream (why as from
+ * node_at): the run's result, with its message. */
+static int seq_no_magic(dec *d, int why, unsigned stream, unsigned block, uint64_t pos)
+{
+    char wb[128];
+    if (why < 0)
+        return reader_error(d);
+    if (why == 0 && block == 0)
+        return fail(d, BZ_DECODE_CORRUPT,
+                    "compressed file ends unexpectedly after the header of stream %u "
+                    "(compressed offset %llu)",
+                    stream, (unsigned long long)(pos / 8));
+    if (why == 0)
+        return fail(d, BZ_DECODE_CORRUPT, "compressed file ends unexpectedly after %s",
+                    where(wb, sizeof wb, stream, block, pos / 8));
+    return fail(d, BZ_DECODE_CORRUPT, "data integrity error: no block header in %s",
+                where(wb, sizeof wb, stream, block + 1, pos / 8));
+}
+
+/* seq_block failed (rc 1, 2 or 3) on the block at bit pos: the run's
+ * result, with its message. */
+static int seq_block_error(dec *d, int rc, unsigned stream, unsigned block, uint64_t pos)
+{
+    char wb[128];
+    if (rc == 1)
+        return reader_failed(d) ? reader_error(d)
+               : d->lost      ? fail(d, BZ_DECODE_IOERR, "lost a worker (MPI failed)")
+                              : fail(d, BZ_DECODE_IOERR, "out of memory");
+    if (rc == 2)
+        return fail(d, BZ_DECODE_CORRUPT, "data integrity error in %s",
+                    where(wb, sizeof wb, stream, block, pos / 8));
+    return fail(d, BZ_DECODE_CORRUPT, "compressed file ends unexpectedly in %s",
+                where(wb, sizeof wb, stream, block, pos / 8));
+}
+
+/* The end-of-stream magic at bit pos, after `block` blocks: 0 if the
+ * combined CRC stored after it is `combined`, else the run's result. */
+static int seq_trailer(dec *d, uint64_t pos, uint32_t combined, unsigned stream, unsigned block)
+{
+    char wb[128];
+    uint64_t crc;
+    int r = seq_bits(d, pos + 48, 32, &crc);
+    if (r < 0)
+        return reader_error(d);
+    if (r == 0)
+        return fail(d, BZ_DECODE_CORRUPT, "compressed file ends unexpectedly in the stream trailer after %s",
+                    where(wb, sizeof wb, stream, block, pos / 8));
+    if ((uint32_t)crc != combined)
+        return fail(d, BZ_DECODE_CORRUPT, "data integrity error: wrong stream CRC in the trailer after %s",
+                    where(wb, sizeof wb, stream, block, pos / 8));
+    return 0;
+}
+
+/* Follows stream number `stream` (of the level) from bit *pos, after its
+ * header, to its trailer, writing its blocks; *pos ends on the byte after
+ * the trailer. 0, or the run's result if it ends here. */
+static int seq_stream(dec *d, uint64_t *pos, unsigned stream, int level, wstate *ws)
+{
+    unsigned block = 0;
+    uint32_t combined = 0;
+    trial held; /* the last verified block, written once what follows is known */
+    memset(&held, 0, sizeof held);
+    int have_held = 0, why, rc;
+
+    for (;;) {
+        release_before(d, *pos);
+        cand *c = node_at(d, *pos, &why);
+        if (!c) {
+            free(held.out);
+            return seq_no_magic(d, why, stream, block, *pos);
+        }
+        if (c->skind != BZ_MARK_BLOCK)
+            break;
+        if (have_held && (rc = emit(d, &held, *pos / 8, ws)) != 0)
+            return rc;
+        have_held = 0;
+        block++;
+        uint64_t end = 0;
+        rc = seq_block(d, c, level, &held, &end);
+        if (rc)
+            return seq_block_error(d, rc, stream, block, *pos);
+        have_held = 1;
+        combined = ((combined << 1) | (combined >> 31)) ^ held.crc;
+        *pos = end;
+    }
+    /* end of stream: the stored combined CRC */
+    if ((rc = seq_trailer(d, *pos, combined, stream, block)) != 0) {
+        free(held.out);
+        return rc;
+    }
+    *pos = (*pos + 80 + 7) / 8 * 8;
+    return emit(d, &held, *pos / 8, ws); /* held may be empty */
+}
+
 static int seq_run(dec *d)
 {
     uint64_t pos = 0;
     unsigned stream = 0;
     wstate ws = {0};
-    char wb[128];
-    static const char hdr[3] = {'B', 'Z', 'h'};
 
     for (;;) {
         /* a stream header at byte pos / 8 */
-        int level = 0;
+        int level = 0, rc;
         release_before(d, pos);
-        for (int i = 0; i < 4; i++) {
-            uint64_t v;
-            int r = seq_bits(d, pos + 8 * (uint64_t)i, 8, &v);
-            if (r < 0)
-                return reader_error(d);
-            if (r == 0) {
-                if (i == 0 && stream > 0)
-                    return BZ_DECODE_OK;
-                return fail(d, BZ_DECODE_CORRUPT, "compressed file ends unexpectedly (compressed offset %llu)",
-                            (unsigned long long)(pos / 8 + (uint64_t)i));
-            }
-            int bad = i < 3 ? v != (uint64_t)(unsigned char)hdr[i] : v < '1' || v > '9';
-            if (bad) {
-                if (stream == 0)
-                    return fail(d, BZ_DECODE_CORRUPT, "not a bzip2 file");
-                fail(d, BZ_DECODE_OK, "trailing garbage after EOF ignored (compressed offset %llu)",
-                     (unsigned long long)(pos / 8));
-                return BZ_DECODE_OK;
-            }
-            level = (int)v - '0';
-        }
+        if ((rc = seq_header(d, pos, stream, &level)) >= 0)
+            return rc;
         stream++;
         pos += 32;
-        unsigned block = 0;
-        uint32_t combined = 0;
-        trial held; /* the last verified block, written once what follows is known */
-        memset(&held, 0, sizeof held);
-        int have_held = 0;
-
-        for (;;) {
-            int why, rc;
-            release_before(d, pos);
-            cand *c = node_at(d, pos, &why);
-            if (!c) {
-                free(held.out);
-                if (why < 0)
-                    return reader_error(d);
-                if (why == 0 && block == 0)
-                    return fail(d, BZ_DECODE_CORRUPT,
-                                "compressed file ends unexpectedly after the header of stream %u (compressed offset %llu)",
-                                stream, (unsigned long long)(pos / 8));
-                if (why == 0)
-                    return fail(d, BZ_DECODE_CORRUPT, "compressed file ends unexpectedly after %s",
-                                where(wb, sizeof wb, stream, block, pos / 8));
-                return fail(d, BZ_DECODE_CORRUPT, "data integrity error: no block header in %s",
-                            where(wb, sizeof wb, stream, block + 1, pos / 8));
-            }
-            if (c->skind == BZ_MARK_BLOCK) {
-                if (have_held && (rc = emit(d, &held, pos / 8, &ws)) != 0)
-                    return rc;
-                have_held = 0;
-                block++;
-                uint64_t end = 0;
-                rc = seq_block(d, c, level, &held, &end);
-                if (rc == 1)
-                    return reader_failed(d) ? reader_error(d)
-                           : d->lost      ? fail(d, BZ_DECODE_IOERR, "lost a worker (MPI failed)")
-                                          : fail(d, BZ_DECODE_IOERR, "out of memory");
-                if (rc == 2)
-                    return fail(d, BZ_DECODE_CORRUPT, "data integrity error in %s",
-                                where(wb, sizeof wb, stream, block, pos / 8));
-                if (rc == 3)
-                    return fail(d, BZ_DECODE_CORRUPT, "compressed file ends unexpectedly in %s",
-                                where(wb, sizeof wb, stream, block, pos / 8));
-                have_held = 1;
-                combined = ((combined << 1) | (combined >> 31)) ^ held.crc;
-                pos = end;
-                continue;
-            }
-            /* end of stream: the stored combined CRC */
-            uint64_t crc;
-            int r = seq_bits(d, pos + 48, 32, &crc);
-            if (r <= 0) {
-                free(held.out);
-                if (r < 0)
-                    return reader_error(d);
-                return fail(d, BZ_DECODE_CORRUPT, "compressed file ends unexpectedly in the stream trailer after %s",
-                            where(wb, sizeof wb, stream, block, pos / 8));
-            }
-            if ((uint32_t)crc != combined) {
-                free(held.out);
-                return fail(d, BZ_DECODE_CORRUPT, "data integrity error: wrong stream CRC in the trailer after %s",
-                            where(wb, sizeof wb, stream, block, pos / 8));
-            }
-            pos = (pos + 80 + 7) / 8 * 8;
-            if ((rc = emit(d, &held, pos / 8, &ws)) != 0) /* held may be empty */
-                return rc;
-            break;
-        }
+        if ((rc = seq_stream(d, &pos, stream, level, &ws)) != 0)
+            return rc;
     }
 }
 
@@ -1016,21 +1086,17 @@ static int drain(dec *d)
     return reader_failed(d) ? reader_error(d) : BZ_DECODE_OK;
 }
 
-int bz_decompress_debug(FILE *in, const char *name, FILE *out, const bz_decode_opts *opts,
-                        bz_decode_debug *dbg, char *msg, size_t msglen)
+/* The state of a run, from the options and the testing knobs (dbg may be
+ * NULL); NULL if memory is short (msg says so). */
+static dec *dec_new(FILE *in, const char *name, FILE *out, const bz_decode_opts *opts,
+                    const bz_decode_debug *dbg, char *msg, size_t msglen)
 {
-    dec *d;
-    pthread_t reader_thread, *workers;
-    dworker *wk;
-    int nworkers = 0, rc, reader_started = 0, nremote = opts && opts->remote ? opts->nremote : 0;
-
-    if (msg && msglen)
-        msg[0] = '\0';
-    d = calloc(1, sizeof *d);
+    int nremote = opts && opts->remote ? opts->nremote : 0;
+    dec *d = calloc(1, sizeof *d);
     if (!d) {
         if (msg && msglen)
             snprintf(msg, msglen, "%s: out of memory", name ? name : "(input)");
-        return BZ_DECODE_IOERR;
+        return NULL;
     }
     d->in = in;
     d->out = out;
@@ -1050,17 +1116,76 @@ int bz_decompress_debug(FILE *in, const char *name, FILE *out, const bz_decode_o
     d->nfake = dbg && dbg->fake_marks ? dbg->nfake : 0;
     d->qmax = 2 * (d->threads + nremote) + 1;
     filt_init(&d->f);
+    return d;
+}
+
+/* The threads of a run: the reader, then the local and remote decoders. */
+typedef struct dcrew {
+    pthread_t reader;
+    pthread_t *workers;
+    dworker *wk;
+    int reader_started, nworkers;
+} dcrew;
+
+/* Starts the reader and n decoding threads (the first d->threads decode
+ * here, the others through the remote decoders). 0, or the run's result
+ * if a thread could not start. */
+static int dcrew_start(dec *d, dcrew *cr, int n)
+{
+    if (pthread_create(&cr->reader, NULL, reader_main, d) != 0)
+        return fail(d, BZ_DECODE_IOERR, "cannot start a thread");
+    cr->reader_started = 1;
+    for (; cr->nworkers < n; cr->nworkers++) {
+        dworker *wk = &cr->wk[cr->nworkers];
+        wk->d = d;
+        wk->remote = cr->nworkers < d->threads ? -1 : cr->nworkers - d->threads;
+        if (pthread_create(&cr->workers[cr->nworkers], NULL, worker_main, wk) != 0)
+            return fail(d, BZ_DECODE_IOERR, "cannot start a thread");
+    }
+    return 0;
+}
+
+/* Stops the run's threads, waits for them and frees the candidates left. */
+static void dcrew_stop(dec *d, dcrew *cr)
+{
+    pthread_mutex_lock(&d->mu);
+    d->stop = 1;
+    pthread_cond_broadcast(&d->cv_scan);
+    pthread_cond_broadcast(&d->cv_work);
+    pthread_cond_broadcast(&d->cv_seq);
+    pthread_mutex_unlock(&d->mu);
+    if (cr->reader_started)
+        pthread_join(cr->reader, NULL);
+    for (int i = 0; i < cr->nworkers; i++)
+        pthread_join(cr->workers[i], NULL);
+    while (d->head) {
+        cand *h = d->head;
+        d->head = h->next;
+        cand_free(h);
+    }
+}
+
+int bz_decompress_debug(FILE *in, const char *name, FILE *out, const bz_decode_opts *opts,
+                        bz_decode_debug *dbg, char *msg, size_t msglen)
+{
+    int rc, nremote = opts && opts->remote ? opts->nremote : 0;
+
+    if (msg && msglen)
+        msg[0] = '\0';
+    dec *d = dec_new(in, name, out, opts, dbg, msg, msglen);
+    if (!d)
+        return BZ_DECODE_IOERR;
     if (!in || (!out && !d->test_only)) {
         rc = fail(d, BZ_DECODE_IOERR, "no input or output file");
         free(d);
         return rc;
     }
-    workers = calloc((size_t)(d->threads + nremote), sizeof *workers);
-    wk = calloc((size_t)(d->threads + nremote), sizeof *wk);
-    if (!workers || !wk) {
+    dcrew cr = {.workers = calloc((size_t)(d->threads + nremote), sizeof *cr.workers),
+                .wk = calloc((size_t)(d->threads + nremote), sizeof *cr.wk)};
+    if (!cr.workers || !cr.wk) {
         rc = fail(d, BZ_DECODE_IOERR, "out of memory");
-        free(workers);
-        free(wk);
+        free(cr.workers);
+        free(cr.wk);
         free(d);
         return rc;
     }
@@ -1069,38 +1194,10 @@ int bz_decompress_debug(FILE *in, const char *name, FILE *out, const bz_decode_o
     pthread_cond_init(&d->cv_work, NULL);
     pthread_cond_init(&d->cv_seq, NULL);
 
-    rc = 0;
-    if (pthread_create(&reader_thread, NULL, reader_main, d) == 0)
-        reader_started = 1;
-    else
-        rc = fail(d, BZ_DECODE_IOERR, "cannot start a thread");
-    while (!rc && nworkers < d->threads + nremote) {
-        wk[nworkers].d = d;
-        wk[nworkers].remote = nworkers < d->threads ? -1 : nworkers - d->threads;
-        if (pthread_create(&workers[nworkers], NULL, worker_main, &wk[nworkers]) != 0) {
-            rc = fail(d, BZ_DECODE_IOERR, "cannot start a thread");
-            break;
-        }
-        nworkers++;
-    }
+    rc = dcrew_start(d, &cr, d->threads + nremote);
     if (!rc)
         rc = d->scan_only ? drain(d) : seq_run(d);
-
-    pthread_mutex_lock(&d->mu);
-    d->stop = 1;
-    pthread_cond_broadcast(&d->cv_scan);
-    pthread_cond_broadcast(&d->cv_work);
-    pthread_cond_broadcast(&d->cv_seq);
-    pthread_mutex_unlock(&d->mu);
-    if (reader_started)
-        pthread_join(reader_thread, NULL);
-    for (int i = 0; i < nworkers; i++)
-        pthread_join(workers[i], NULL);
-    while (d->head) {
-        cand *h = d->head;
-        d->head = h->next;
-        cand_free(h);
-    }
+    dcrew_stop(d, &cr);
     errno = 0;
     if (!d->test_only && out && fflush(out) != 0 && rc == BZ_DECODE_OK)
         rc = fail(d, BZ_DECODE_IOERR, "error writing output: %s", strerror(errno ? errno : EIO));
@@ -1114,8 +1211,8 @@ int bz_decompress_debug(FILE *in, const char *name, FILE *out, const bz_decode_o
     pthread_cond_destroy(&d->cv_work);
     pthread_cond_destroy(&d->cv_seq);
     pthread_mutex_destroy(&d->mu);
-    free(workers);
-    free(wk);
+    free(cr.workers);
+    free(cr.wk);
     free(d);
     return rc;
 }

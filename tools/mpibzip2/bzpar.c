@@ -196,14 +196,14 @@ int bz_take(bz_job *j, bz_piece *b)
         }
         if (j->stop || j->eof) {
             pthread_mutex_unlock(&j->mu);
-            return -2;
+            return BZ_TAKE_NONE_LEFT;
         }
         int free_slot = 0;
         for (int i = 0; i < j->ns && !free_slot; i++)
             free_slot = j->s[i].state == S_FREE;
         pthread_mutex_unlock(&j->mu);
         if (!j->o->no_threads || !free_slot || read_step(j) < 0)
-            return -1;
+            return BZ_TAKE_NONE_NOW;
         pthread_mutex_lock(&j->mu);
     }
 }
@@ -331,103 +331,174 @@ static void idle(job *j, int inline_compress, long *nap_ns)
         *nap_ns *= 2;
 }
 
+/* Sets up j to compress in_fd with o: 0, or -1 if memory is short (the job
+ * has failed). */
+static int job_init(job *j, int in_fd, const bz_compress_opts *o)
+{
+    memset(j, 0, sizeof *j);
+    j->fd = in_fd;
+    struct stat st;
+    off_t at = lseek(in_fd, 0, SEEK_CUR);
+    if (!fstat(in_fd, &st) && S_ISREG(st.st_mode) && at >= 0 && st.st_size > at)
+        j->size = (uint64_t)(st.st_size - at);
+    j->o = o;
+    j->ns = o->queue > 0 ? o->queue : o->threads * 2 + o->nremote * 4 + 2;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv_free, NULL);
+    pthread_cond_init(&j->cv_todo, NULL);
+    pthread_cond_init(&j->cv_done, NULL);
+    j->s = calloc((size_t)j->ns, sizeof *j->s);
+    j->spare = calloc((size_t)j->ns, sizeof *j->spare);
+    j->cap = (size_t)1 << 20;
+    j->buf = malloc(j->cap);
+    if (!j->s || !j->spare || !j->buf || bz_cutter_init(&j->cut, o->level)) {
+        fail(j, 1, "out of memory", 0);
+        return -1;
+    }
+    return 0;
+}
+
+/* Releases everything job_init set up. */
+static void job_free(job *j)
+{
+    for (int i = 0; j->s && i < j->ns; i++) {
+        free(j->s[i].data);
+        bz_block_free(&j->s[i].blk);
+    }
+    for (int i = 0; i < j->nspare; i++)
+        free(j->spare[i]);
+    free(j->spare);
+    free(j->s);
+    free(j->buf);
+    bz_cutter_free(&j->cut);
+    bz_coder_free(&j->coder);
+    pthread_cond_destroy(&j->cv_free);
+    pthread_cond_destroy(&j->cv_todo);
+    pthread_cond_destroy(&j->cv_done);
+    pthread_mutex_destroy(&j->mu);
+}
+
+/* The threads of a job: the reader, then proxies and local compressors. */
+typedef struct crew {
+    pthread_t rd, *cw;
+    worker *wk;
+    int have_reader, nthreads;
+} crew;
+
+/* Starts the reader (unless no_threads), then `total` threads: the proxies
+ * first (every worker needs its proxy; fewer local compressors is fine).
+ * Returns -1 if the reader could not start (the job has failed), else 0. */
+static int crew_start(job *j, crew *c, int total)
+{
+    const bz_compress_opts *o = j->o;
+    if (!o->no_threads && pthread_create(&c->rd, NULL, reader, j)) {
+        fail(j, 1, "cannot start a thread", 0);
+        return -1;
+    }
+    c->have_reader = !o->no_threads;
+    int nproxy = total - (o->no_threads ? 0 : o->threads);
+    for (; c->nthreads < total; c->nthreads++) {
+        worker *wk = &c->wk[c->nthreads];
+        wk->j = j;
+        wk->proxy = c->nthreads < nproxy ? c->nthreads : -1;
+        if (pthread_create(&c->cw[c->nthreads], NULL, wk->proxy >= 0 ? proxy : compressor, wk)) {
+            if (c->nthreads <= nproxy)
+                fail(j, 1, "cannot start a thread", 0);
+            break;
+        }
+    }
+    return 0;
+}
+
+static void crew_join(crew *c)
+{
+    if (c->have_reader)
+        pthread_join(c->rd, NULL);
+    for (int i = 0; i < c->nthreads; i++)
+        pthread_join(c->cw[i], NULL);
+}
+
+/* A block came back with rc != 0: the job fails, saying why. */
+static void block_failed(job *j, int rc)
+{
+    const char *why = rc == BZ_BLOCK_LOST ? "lost a worker"
+                      : rc == BZ_BLOCK_UNREADABLE
+                          ? "a worker could not read its block from the input file (--shared-input needs "
+                            "the same file at the same path on every rank)"
+                          : "libbz2 failed to compress a block";
+    fail(j, rc == BZ_BLOCK_LOST || rc == BZ_BLOCK_UNREADABLE ? 1 : 3, why, 0);
+}
+
+/* The compressed block to write next (mu held), or NULL. */
+static slot *next_done(job *j)
+{
+    for (int i = 0; i < j->ns; i++)
+        if (j->s[i].state == S_DONE && j->s[i].seq == j->nwritten)
+            return &j->s[i];
+    return NULL;
+}
+
+/* The writing thread: writes the blocks in order as they are done, until
+ * every block is written or the job stops; *out_bits counts the bits. */
+static void write_blocks(job *j, bz_writer *w, uint64_t *out_bits)
+{
+    const bz_compress_opts *o = j->o;
+    int inline_compress = o->no_threads && (o->threads > 0 || !o->pump);
+    long nap_ns = 20000;
+    pthread_mutex_lock(&j->mu);
+    while (!j->stop) {
+        slot *s = next_done(j);
+        if (!s) {
+            if (j->eof && j->nwritten == j->nread)
+                break;
+            idle(j, inline_compress, &nap_ns);
+            continue;
+        }
+        pthread_mutex_unlock(&j->mu);
+        if (s->rc) {
+            block_failed(j, s->rc);
+            pthread_mutex_lock(&j->mu);
+            break;
+        }
+        bz_writer_block(w, &s->blk);
+        *out_bits += s->blk.nbits;
+        if (w->error) {
+            fail(j, 1, "write error", errno);
+            pthread_mutex_lock(&j->mu);
+            break;
+        }
+        if (o->progress)
+            o->progress(o->progress_arg, s->in_end, *out_bits / 8);
+        pthread_mutex_lock(&j->mu);
+        s->state = S_FREE;
+        j->nwritten++;
+        pthread_cond_signal(&j->cv_free);
+        if (o->pump) { /* between writes too: a run of writes must not keep workers waiting */
+            pthread_mutex_unlock(&j->mu);
+            if (o->pump(o->pump_arg, j, 0) < 0)
+                fail(j, 1, "lost a worker", 0);
+            pthread_mutex_lock(&j->mu);
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+}
+
 int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_total, uint64_t *out_total,
                 char *msg, size_t msglen)
 {
     job j;
-    pthread_t rd, *cw = NULL;
-    worker *wk = NULL;
     /* threads compressing here, plus proxies of remote workers */
-    int nthreads = 0, have_reader = 0, total = o->no_threads ? 0 : o->threads + (o->proxy ? o->nproxy : 0);
-    int inline_compress = o->no_threads && (o->threads > 0 || !o->pump);
-    long nap_ns = 20000;
+    int total = o->no_threads ? 0 : o->threads + (o->proxy ? o->nproxy : 0);
+    crew c = {.cw = calloc((size_t)total + 1, sizeof *c.cw), .wk = calloc((size_t)total + 1, sizeof *c.wk)};
     uint64_t out_bits = 32;
     bz_writer w;
 
-    memset(&j, 0, sizeof j);
-    j.fd = in_fd;
-    struct stat st;
-    off_t at = lseek(in_fd, 0, SEEK_CUR);
-    if (!fstat(in_fd, &st) && S_ISREG(st.st_mode) && at >= 0 && st.st_size > at)
-        j.size = (uint64_t)(st.st_size - at);
-    j.o = o;
-    j.ns = o->queue > 0 ? o->queue : o->threads * 2 + o->nremote * 4 + 2;
-    pthread_mutex_init(&j.mu, NULL);
-    pthread_cond_init(&j.cv_free, NULL);
-    pthread_cond_init(&j.cv_todo, NULL);
-    pthread_cond_init(&j.cv_done, NULL);
-    j.s = calloc((size_t)j.ns, sizeof *j.s);
-    j.spare = calloc((size_t)j.ns, sizeof *j.spare);
-    cw = calloc((size_t)total + 1, sizeof *cw);
-    wk = calloc((size_t)total + 1, sizeof *wk);
-    j.cap = (size_t)1 << 20;
-    j.buf = malloc(j.cap);
-    if (!j.s || !j.spare || !cw || !wk || !j.buf || bz_cutter_init(&j.cut, o->level)) {
+    if (job_init(&j, in_fd, o) == 0 && (!c.cw || !c.wk))
         fail(&j, 1, "out of memory", 0);
+    if (j.err || crew_start(&j, &c, total))
         goto out;
-    }
-    if (!o->no_threads && pthread_create(&rd, NULL, reader, &j)) {
-        fail(&j, 1, "cannot start a thread", 0);
-        goto out;
-    }
-    have_reader = !o->no_threads;
-    /* proxies first: every worker needs its proxy; fewer local compressors is fine */
-    int nproxy = total - (o->no_threads ? 0 : o->threads);
-    for (; nthreads < total; nthreads++) {
-        wk[nthreads].j = &j;
-        wk[nthreads].proxy = nthreads < nproxy ? nthreads : -1;
-        if (pthread_create(&cw[nthreads], NULL, wk[nthreads].proxy >= 0 ? proxy : compressor, &wk[nthreads])) {
-            if (nthreads <= nproxy)
-                fail(&j, 1, "cannot start a thread", 0);
-            break;
-        }
-    }
-
     bz_writer_begin(&w, out, o->level);
-    pthread_mutex_lock(&j.mu);
-    while (!j.stop) {
-        slot *s = NULL;
-        for (int i = 0; i < j.ns && !s; i++)
-            if (j.s[i].state == S_DONE && j.s[i].seq == j.nwritten)
-                s = &j.s[i];
-        if (!s) {
-            if (j.eof && j.nwritten == j.nread)
-                break;
-            idle(&j, inline_compress, &nap_ns);
-            continue;
-        }
-        pthread_mutex_unlock(&j.mu);
-        if (s->rc) {
-            fail(&j, s->rc == -200 || s->rc == -300 ? 1 : 3,
-                 s->rc == -200   ? "lost a worker"
-                 : s->rc == -300 ? "a worker could not read its block from the input file (--shared-input needs "
-                                   "the same file at the same path on every rank)"
-                                 : "libbz2 failed to compress a block",
-                 0);
-            pthread_mutex_lock(&j.mu);
-            break;
-        }
-        bz_writer_block(&w, &s->blk);
-        out_bits += s->blk.nbits;
-        if (w.error) {
-            fail(&j, 1, "write error", errno);
-            pthread_mutex_lock(&j.mu);
-            break;
-        }
-        if (o->progress)
-            o->progress(o->progress_arg, s->in_end, out_bits / 8);
-        pthread_mutex_lock(&j.mu);
-        s->state = S_FREE;
-        j.nwritten++;
-        pthread_cond_signal(&j.cv_free);
-        if (o->pump) { /* between writes too: a run of writes must not keep workers waiting */
-            pthread_mutex_unlock(&j.mu);
-            if (o->pump(o->pump_arg, &j, 0) < 0)
-                fail(&j, 1, "lost a worker", 0);
-            pthread_mutex_lock(&j.mu);
-        }
-    }
-    pthread_mutex_unlock(&j.mu);
+    write_blocks(&j, &w, &out_bits);
     if (!j.err) {
         if (bz_writer_end(&w) || fflush(out))
             fail(&j, 1, "write error", errno);
@@ -438,31 +509,14 @@ int bz_compress(int in_fd, FILE *out, const bz_compress_opts *o, uint64_t *in_to
     while (o->pump && o->pump(o->pump_arg, &j, 1) > 0)
         ;
 out:
-    if (have_reader)
-        pthread_join(rd, NULL);
-    for (int i = 0; i < nthreads; i++)
-        pthread_join(cw[i], NULL);
+    crew_join(&c);
     if (in_total)
         *in_total = j.in_bytes;
     if (out_total)
         *out_total = (out_bits + 7) / 8;
-    for (int i = 0; j.s && i < j.ns; i++) {
-        free(j.s[i].data);
-        bz_block_free(&j.s[i].blk);
-    }
-    for (int i = 0; i < j.nspare; i++)
-        free(j.spare[i]);
-    free(j.spare);
-    free(j.s);
-    free(j.buf);
-    free(cw);
-    free(wk);
-    bz_cutter_free(&j.cut);
-    bz_coder_free(&j.coder);
-    pthread_cond_destroy(&j.cv_free);
-    pthread_cond_destroy(&j.cv_todo);
-    pthread_cond_destroy(&j.cv_done);
-    pthread_mutex_destroy(&j.mu);
+    job_free(&j);
+    free(c.cw);
+    free(c.wk);
     if (j.err && msg)
         snprintf(msg, msglen, "%s", j.msg);
     return j.err;

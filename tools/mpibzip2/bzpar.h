@@ -70,9 +70,14 @@ typedef struct bz_compress_opts {
 
 /* The state of one bz_compress call, for pump. */
 typedef struct bz_job bz_job;
+/* bz_take's answers besides a handle (>= 0). */
+enum bz_take_none {
+    BZ_TAKE_NONE_NOW = -1,  /* no block is waiting now */
+    BZ_TAKE_NONE_LEFT = -2, /* no block will come (input done, or the job stopped) */
+};
 /* Takes the oldest block waiting for compression (in no_threads mode,
- * reading and cutting it first). Returns a handle >= 0 with *b set, -1 if
- * none is waiting now, -2 if none will come (input done or stopped). */
+ * reading and cutting it first). Returns a handle >= 0 with *b set,
+ * BZ_TAKE_NONE_NOW or BZ_TAKE_NONE_LEFT. */
 int bz_take(bz_job *j, bz_piece *b);
 /* Block h's input bytes are no longer needed (sent to a worker, or the
  * worker reads them itself): their buffer goes back to the reader. */
@@ -86,7 +91,7 @@ int bz_handles(bz_job *j);
 /* Where the compressed block of handle h goes. */
 bz_block *bz_out(bz_job *j, int h);
 /* Hands block h back: rc as from bz_block_compress (0 when *bz_out(j, h)
- * holds its bits), -200 if the transport lost it. */
+ * holds its bits), BZ_BLOCK_LOST if the transport lost it. */
 void bz_put(bz_job *j, int h, int rc);
 
 /* Compresses everything read from in_fd (until EOF) into one bzip2 stream

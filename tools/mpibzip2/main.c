@@ -63,7 +63,10 @@ static void usage(FILE *f)
             "  -h --help, -V --version\n"
             "Without files: standard input to standard output. Exit: 0 ok, 1 files/flags/I-O, 2 corrupt\n"
             "input, 3 internal error. Started without an MPI launcher, mpibzip2 does not start MPI\n"
-            "(one process, threads only; MPIBZIP2_MPI=1 starts it anyway).\n");
+            "(one process, threads only; MPIBZIP2_MPI=1 starts it anyway).\n"
+            "Under a launcher give file names, not standard input: MPICH's mpiexec forwards at most\n"
+            "64 KiB of it (more, and the job ends with no output). Use `mpiexec -n 2 mpibzip2 -k big`\n"
+            "or `mpiexec -n 2 mpibzip2 -c big > big.bz2`.\n");
 }
 
 /* The MPI thread level named by s (--thread-level=), or -1. */
@@ -289,182 +292,277 @@ static void shared_input(const world *w, const char *path)
         mpibz_pump_input(w->proxies[k], path);
 }
 
-/* Runs one file (or stdin when name is NULL). Returns the exit code for it. */
-static int one(const opts *o, const world *w, const char *name)
-{
-    const char *shown = name ? name : "(stdin)";
-    char *outname = NULL, *tmpname = NULL, msg[512] = "";
-    int in_fd = 0, rc = 0, guessed = 1, tmp_fd = -1;
-    FILE *in = NULL, *out = NULL;
-    struct stat st;
-    uint64_t nin = 0, nout = 0;
-    progress pg = {0};
+/* One file's run (see one): its input, output and what to report. */
+typedef struct run {
+    const opts *o;
+    const world *w;
+    const char *name;  /* NULL: standard input */
+    const char *shown; /* the name in messages */
+    int in_fd, tmp_fd;
+    struct stat st;    /* the input's, or zeros */
+    FILE *in, *out;
+    char *outname, *tmpname;
+    char msg[512];
+    int rc;            /* the exit code for this file */
+    uint64_t nin, nout;
+    progress pg;
+} run;
 
-    if (name) {
-        if (o->mode == 'z' && !o->to_stdout && which_suffix(name) >= 0) {
-            if (!o->quiet)
-                fprintf(stderr, "mpibzip2: Input file %s already has a bzip2 suffix: unchanged.\n", name);
-            return 1;
-        }
-        in_fd = open(name, O_RDONLY);
-        if (in_fd < 0) {
-            fprintf(stderr, "mpibzip2: Can't open input file %s: %s.\n", name, strerror(errno));
-            return 1;
-        }
-        if (fstat(in_fd, &st) || !S_ISREG(st.st_mode)) {
-            fprintf(stderr, "mpibzip2: Input file %s is not a normal file.\n", name);
-            close(in_fd);
-            return 1;
-        }
-    } else if (fstat(0, &st)) {
-        memset(&st, 0, sizeof st);
+/* How a step of one ended. */
+enum {
+    STEP_OK = 0, /* go on */
+    STEP_DONE,   /* failed, and said so */
+    STEP_FAIL,   /* failed: r->msg says why (the output so far is removed) */
+};
+
+/* Opens the input file r->name (not one with a bzip2 suffix, when
+ * compressing to a file). 0, or 1 when it cannot be used (said so, and
+ * closed). */
+static int open_input(run *r)
+{
+    const char *name = r->name;
+    if (r->o->mode == 'z' && !r->o->to_stdout && which_suffix(name) >= 0) {
+        if (!r->o->quiet)
+            fprintf(stderr, "mpibzip2: Input file %s already has a bzip2 suffix: unchanged.\n", name);
+        return 1;
     }
-    /* as bzip2, for every file: compressed data never goes to a terminal (-c
-       with files too; -f does not change that), nor is it read from one */
-    if ((o->mode == 'z' && (o->to_stdout || !name) && isatty(1)) || (o->mode != 'z' && !name && isatty(0))) {
+    r->in_fd = open(name, O_RDONLY);
+    if (r->in_fd < 0) {
+        fprintf(stderr, "mpibzip2: Can't open input file %s: %s.\n", name, strerror(errno));
+        return 1;
+    }
+    if (fstat(r->in_fd, &r->st) || !S_ISREG(r->st.st_mode)) {
+        fprintf(stderr, "mpibzip2: Input file %s is not a normal file.\n", name);
+        close(r->in_fd);
+        return 1;
+    }
+    return 0;
+}
+
+/* As bzip2, for every file: compressed data never goes to a terminal (-c
+ * with files too; -f does not change that), nor is it read from one.
+ * STEP_DONE (said so) if it would, else STEP_OK. */
+static int terminal_check(run *r)
+{
+    const opts *o = r->o;
+    int to_tty = o->mode == 'z' && (o->to_stdout || !r->name) && isatty(1);
+    if (to_tty || (o->mode != 'z' && !r->name && isatty(0))) {
         fprintf(stderr, "mpibzip2: I won't %s compressed data %s a terminal.\n"
                         "mpibzip2: For help, type: `mpibzip2 --help'.\n",
                 o->mode == 'z' ? "write" : "read", o->mode == 'z' ? "to" : "from");
-        rc = 1;
-        goto done;
+        r->rc = 1;
+        return STEP_DONE;
     }
-    if (o->mode != 't' && !o->to_stdout && name) {
-        outname = o->mode == 'z' ? malloc(strlen(name) + 5) : decompressed_name(name, &guessed);
-        if (!outname) {
-            rc = 1;
-            snprintf(msg, sizeof msg, "out of memory");
-            goto fail;
-        }
-        if (o->mode == 'z')
-            sprintf(outname, "%s.bz2", name);
-        else if (!guessed && !o->quiet)
-            fprintf(stderr, "mpibzip2: Can't guess original name for %s -- using %s\n", name, outname);
-        if (!o->force && access(outname, F_OK) == 0) {
-            fprintf(stderr, "mpibzip2: Output file %s already exists.\n", outname);
-            rc = 1;
-            goto done;
-        }
-        tmpname = malloc(strlen(outname) + 24);
-        if (!tmpname) {
-            rc = 1;
-            snprintf(msg, sizeof msg, "out of memory");
-            goto fail;
-        }
-        sprintf(tmpname, "%s.mpibzip2-XXXXXX", outname);
-        tmp_fd = mkstemp(tmpname);
-        if (tmp_fd < 0 || !(out = fdopen(tmp_fd, "wb"))) {
-            fprintf(stderr, "mpibzip2: Can't create output file %s: %s.\n", outname, strerror(errno));
-            if (tmp_fd >= 0) {
-                close(tmp_fd);
-                unlink(tmpname);
-            }
-            rc = 1;
-            goto done;
-        }
-    } else if (o->mode != 't') {
-        out = stdout;
-    }
+    return STEP_OK;
+}
 
-    pg.on = !o->quiet && isatty(2);
-    pg.name = shown;
-    pg.total = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
-    clock_gettime(CLOCK_MONOTONIC, &pg.t0);
-    pg.last = pg.t0;
-    if (o->mode == 'z') {
-        char *abs = o->shared && name && w->nremote ? realpath(name, NULL) : NULL;
-        shared_input(w, abs);
-        bz_compress_opts co = {o->level, o->threads, pg.on ? progress_cb : NULL, &pg, w->nremote, w->nproxy,
-                               mpibz_proxy, (void **)w->proxies, NULL, NULL, o->single, o->queue};
-        if (w->pump) {
-            co.pump = mpibz_pump_run;
-            co.pump_arg = w->pump;
-        }
-        if (o->single) /* rank 0 compresses only when it is alone */
-            co.threads = w->nremote ? 0 : 1;
-        rc = bz_compress(in_fd, out, &co, &nin, &nout, msg, sizeof msg);
-        struct stat now;
-        if (abs && !rc && (fstat(in_fd, &now) || now.st_size != st.st_size || now.st_mtim.tv_sec != st.st_mtim.tv_sec ||
-                           now.st_mtim.tv_nsec != st.st_mtim.tv_nsec)) {
-            rc = 1; /* the workers may have read other bytes than rank 0 */
-            snprintf(msg, sizeof msg, "the file changed while it was compressed (--shared-input)");
-        }
-        shared_input(w, NULL);
-        free(abs);
-    } else {
-        in = fdopen(in_fd, "rb");
-        if (!in) {
-            rc = 1;
-            snprintf(msg, sizeof msg, "%s", strerror(errno));
-            goto fail;
-        }
-        bz_decode_opts dopt = {o->threads, o->mode == 't', pg.on ? progress_cb : NULL, &pg, w->ndchan,
-                               mpibz_remote_decode, w->dchan_args};
-        rc = bz_decompress(in, shown, o->mode == 't' ? NULL : out, &dopt, msg, sizeof msg);
-        if (rc == 0 && msg[0] && !o->quiet)
-            fprintf(stderr, "mpibzip2: %s\n", msg); /* a warning, e.g. trailing garbage */
-        if (rc == 0)
-            msg[0] = '\0';
+/* The output: standard output, nothing (-t), or a temporary file next to
+ * the output file's name, which must not exist unless -f. */
+static int open_output(run *r)
+{
+    const opts *o = r->o;
+    const char *name = r->name;
+    int guessed = 1;
+    if (o->mode == 't')
+        return STEP_OK;
+    if (o->to_stdout || !name) {
+        r->out = stdout;
+        return STEP_OK;
     }
-    progress_end(&pg);
-    if (rc)
-        goto fail;
-    if (out && out != stdout) {
-        if (name) {
-            struct timespec times[2] = {st.st_atim, st.st_mtim};
-            fchmod(tmp_fd, st.st_mode & 07777); /* best effort, as bzip2 */
-            futimens(tmp_fd, times);
-        }
-        if (fflush(out) || fsync(tmp_fd) || fclose(out)) {
-            out = NULL;
-            rc = 1;
-            snprintf(msg, sizeof msg, "write error: %s", strerror(errno));
-            goto fail;
-        }
-        out = NULL;
-        if (rename(tmpname, outname)) {
-            rc = 1;
-            snprintf(msg, sizeof msg, "can't rename to %s: %s", outname, strerror(errno));
-            goto fail;
-        }
-        free(tmpname);
-        tmpname = NULL;
-        if (!o->keep && name)
-            unlink(name);
-    } else if (out == stdout && fflush(stdout)) {
-        rc = 1;
-        snprintf(msg, sizeof msg, "write error: %s", strerror(errno));
-        goto fail;
+    r->rc = 1; /* until the file is open */
+    r->outname = o->mode == 'z' ? malloc(strlen(name) + 5) : decompressed_name(name, &guessed);
+    if (!r->outname) {
+        snprintf(r->msg, sizeof r->msg, "out of memory");
+        return STEP_FAIL;
     }
-    if (o->verbose) {
-        if (o->mode == 'z' && nin > 0)
-            fprintf(stderr, "  %s: %6.3f:1, %6.3f bits/byte, %5.2f%% saved, %llu in, %llu out.\n", shown,
-                    (double)nin / (double)nout, 8.0 * (double)nout / (double)nin,
-                    100.0 * (1.0 - (double)nout / (double)nin), (unsigned long long)nin, (unsigned long long)nout);
-        else if (o->mode == 'z')
-            fprintf(stderr, "  %s: no data compressed.\n", shown);
-        else
-            fprintf(stderr, "  %s: %s\n", shown, o->mode == 't' ? "ok" : "done");
+    if (o->mode == 'z')
+        sprintf(r->outname, "%s.bz2", name);
+    else if (!guessed && !o->quiet)
+        fprintf(stderr, "mpibzip2: Can't guess original name for %s -- using %s\n", name, r->outname);
+    if (!o->force && access(r->outname, F_OK) == 0) {
+        fprintf(stderr, "mpibzip2: Output file %s already exists.\n", r->outname);
+        return STEP_DONE;
     }
-    goto done;
-fail:
-    progress_end(&pg);
-    if (!strncmp(msg, shown, strlen(shown)) && msg[strlen(shown)] == ':')
-        fprintf(stderr, "mpibzip2: %s\n", msg); /* the decoder names the file itself */
+    r->tmpname = malloc(strlen(r->outname) + 24);
+    if (!r->tmpname) {
+        snprintf(r->msg, sizeof r->msg, "out of memory");
+        return STEP_FAIL;
+    }
+    sprintf(r->tmpname, "%s.mpibzip2-XXXXXX", r->outname);
+    r->tmp_fd = mkstemp(r->tmpname);
+    if (r->tmp_fd < 0 || !(r->out = fdopen(r->tmp_fd, "wb"))) {
+        fprintf(stderr, "mpibzip2: Can't create output file %s: %s.\n", r->outname, strerror(errno));
+        if (r->tmp_fd >= 0) {
+            close(r->tmp_fd);
+            unlink(r->tmpname);
+        }
+        return STEP_DONE;
+    }
+    r->rc = 0;
+    return STEP_OK;
+}
+
+/* Compresses r's input into r->out; the other ranks compress through w. */
+static void compress_one(run *r)
+{
+    const opts *o = r->o;
+    const world *w = r->w;
+    char *abs = o->shared && r->name && w->nremote ? realpath(r->name, NULL) : NULL;
+    shared_input(w, abs);
+    bz_compress_opts co = {o->level, o->threads, r->pg.on ? progress_cb : NULL, &r->pg, w->nremote, w->nproxy,
+                           mpibz_proxy, (void **)w->proxies, NULL, NULL, o->single, o->queue};
+    if (w->pump) {
+        co.pump = mpibz_pump_run;
+        co.pump_arg = w->pump;
+    }
+    if (o->single) /* rank 0 compresses only when it is alone */
+        co.threads = w->nremote ? 0 : 1;
+    r->rc = bz_compress(r->in_fd, r->out, &co, &r->nin, &r->nout, r->msg, sizeof r->msg);
+    struct stat now, *st = &r->st;
+    if (abs && !r->rc &&
+        (fstat(r->in_fd, &now) || now.st_size != st->st_size || now.st_mtim.tv_sec != st->st_mtim.tv_sec ||
+         now.st_mtim.tv_nsec != st->st_mtim.tv_nsec)) {
+        r->rc = 1; /* the workers may have read other bytes than rank 0 */
+        snprintf(r->msg, sizeof r->msg, "the file changed while it was compressed (--shared-input)");
+    }
+    shared_input(w, NULL);
+    free(abs);
+}
+
+/* Decompresses (or tests) r's input into r->out. STEP_FAIL if the input
+ * cannot be read as a stream, else STEP_OK (r->rc says how it went). */
+static int decompress_one(run *r)
+{
+    const opts *o = r->o;
+    r->in = fdopen(r->in_fd, "rb");
+    if (!r->in) {
+        r->rc = 1;
+        snprintf(r->msg, sizeof r->msg, "%s", strerror(errno));
+        return STEP_FAIL;
+    }
+    bz_decode_opts dopt = {o->threads, o->mode == 't', r->pg.on ? progress_cb : NULL, &r->pg, r->w->ndchan,
+                           mpibz_remote_decode, r->w->dchan_args};
+    r->rc = bz_decompress(r->in, r->shown, o->mode == 't' ? NULL : r->out, &dopt, r->msg, sizeof r->msg);
+    if (r->rc == 0 && r->msg[0] && !o->quiet)
+        fprintf(stderr, "mpibzip2: %s\n", r->msg); /* a warning, e.g. trailing garbage */
+    if (r->rc == 0)
+        r->msg[0] = '\0';
+    return STEP_OK;
+}
+
+/* Compresses, decompresses or tests, with the progress bar on a terminal. */
+static int code_one(run *r)
+{
+    progress *pg = &r->pg;
+    pg->on = !r->o->quiet && isatty(2);
+    pg->name = r->shown;
+    pg->total = S_ISREG(r->st.st_mode) ? (uint64_t)r->st.st_size : 0;
+    clock_gettime(CLOCK_MONOTONIC, &pg->t0);
+    pg->last = pg->t0;
+    if (r->o->mode == 'z')
+        compress_one(r);
+    else if (decompress_one(r) != STEP_OK)
+        return STEP_FAIL;
+    progress_end(pg);
+    return r->rc ? STEP_FAIL : STEP_OK;
+}
+
+/* The output is complete: an output file gets the input's mode and times,
+ * is synced and renamed into place (and the input goes unless -k);
+ * standard output is flushed. */
+static int finish_output(run *r)
+{
+    if (r->out && r->out != stdout) {
+        if (r->name) {
+            struct timespec times[2] = {r->st.st_atim, r->st.st_mtim};
+            fchmod(r->tmp_fd, r->st.st_mode & 07777); /* best effort, as bzip2 */
+            futimens(r->tmp_fd, times);
+        }
+        if (fflush(r->out) || fsync(r->tmp_fd) || fclose(r->out)) {
+            r->out = NULL;
+            r->rc = 1;
+            snprintf(r->msg, sizeof r->msg, "write error: %s", strerror(errno));
+            return STEP_FAIL;
+        }
+        r->out = NULL;
+        if (rename(r->tmpname, r->outname)) {
+            r->rc = 1;
+            snprintf(r->msg, sizeof r->msg, "can't rename to %s: %s", r->outname, strerror(errno));
+            return STEP_FAIL;
+        }
+        free(r->tmpname);
+        r->tmpname = NULL;
+        if (!r->o->keep && r->name)
+            unlink(r->name);
+    } else if (r->out == stdout && fflush(stdout)) {
+        r->rc = 1;
+        snprintf(r->msg, sizeof r->msg, "write error: %s", strerror(errno));
+        return STEP_FAIL;
+    }
+    return STEP_OK;
+}
+
+/* -v: what became of the file. */
+static void say_done(const run *r)
+{
+    const char *shown = r->shown;
+    uint64_t nin = r->nin, nout = r->nout;
+    if (r->o->mode == 'z' && nin > 0)
+        fprintf(stderr, "  %s: %6.3f:1, %6.3f bits/byte, %5.2f%% saved, %llu in, %llu out.\n", shown,
+                (double)nin / (double)nout, 8.0 * (double)nout / (double)nin,
+                100.0 * (1.0 - (double)nout / (double)nin), (unsigned long long)nin,
+                (unsigned long long)nout);
+    else if (r->o->mode == 'z')
+        fprintf(stderr, "  %s: no data compressed.\n", shown);
     else
-        fprintf(stderr, "mpibzip2: %s: %s\n", shown, msg[0] ? msg : "failed");
-    if (out && out != stdout)
-        fclose(out);
-    out = NULL;
-    if (tmpname)
-        unlink(tmpname);
-done:
-    free(tmpname);
-    free(outname);
-    if (in)
-        fclose(in);
-    else if (name && in_fd >= 0)
-        close(in_fd);
-    return rc;
+        fprintf(stderr, "  %s: %s\n", shown, r->o->mode == 't' ? "ok" : "done");
+}
+
+/* A step failed with r->msg: say so, and remove the output so far. */
+static void say_failed(run *r)
+{
+    const char *shown = r->shown;
+    progress_end(&r->pg);
+    if (!strncmp(r->msg, shown, strlen(shown)) && r->msg[strlen(shown)] == ':')
+        fprintf(stderr, "mpibzip2: %s\n", r->msg); /* the decoder names the file itself */
+    else
+        fprintf(stderr, "mpibzip2: %s: %s\n", shown, r->msg[0] ? r->msg : "failed");
+    if (r->out && r->out != stdout)
+        fclose(r->out);
+    r->out = NULL;
+    if (r->tmpname)
+        unlink(r->tmpname);
+}
+
+/* Runs one file (or stdin when name is NULL). Returns the exit code for it. */
+static int one(const opts *o, const world *w, const char *name)
+{
+    run r = {.o = o, .w = w, .name = name, .shown = name ? name : "(stdin)", .in_fd = 0, .tmp_fd = -1};
+
+    if (name) {
+        if (open_input(&r))
+            return 1;
+    } else if (fstat(0, &r.st)) {
+        memset(&r.st, 0, sizeof r.st);
+    }
+    int step = terminal_check(&r);
+    if (step == STEP_OK)
+        step = open_output(&r);
+    if (step == STEP_OK)
+        step = code_one(&r);
+    if (step == STEP_OK)
+        step = finish_output(&r);
+    if (step == STEP_OK && o->verbose)
+        say_done(&r);
+    if (step == STEP_FAIL)
+        say_failed(&r);
+    free(r.tmpname);
+    free(r.outname);
+    if (r.in)
+        fclose(r.in);
+    else if (name && r.in_fd >= 0)
+        close(r.in_fd);
+    return r.rc;
 }
 
 static const char *level_name(int l)
@@ -498,27 +596,145 @@ static int launched(void)
     return 0;
 }
 
+/* Starts MPI if a launcher started this process (mpi), at the thread level
+ * --thread-level= asks for (default MPI_THREAD_MULTIPLE): *provided, *rank,
+ * *size and *comm, a duplicate of MPI_COMM_WORLD. Without MPI, one process
+ * whose threads need nothing from MPI. 0, or 1 if MPI_Init_thread failed
+ * (said so). */
+static int mpi_start(int *argc, char ***argv, int mpi, int *provided, int *rank, int *size, MPI_Comm *comm)
+{
+    int want = MPI_THREAD_MULTIPLE;
+    for (int i = 1; i < *argc && strcmp((*argv)[i], "--"); i++)
+        if (!strncmp((*argv)[i], "--thread-level=", 15) && asked_level((*argv)[i] + 15) >= 0)
+            want = asked_level((*argv)[i] + 15);
+    if (!mpi) {
+        *provided = want; /* one process: threads need nothing from MPI */
+        return 0;
+    }
+    if (MPI_Init_thread(argc, argv, want, provided) != MPI_SUCCESS) {
+        fprintf(stderr, "mpibzip2: MPI_Init_thread failed\n");
+        return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+    MPI_Comm_dup(MPI_COMM_WORLD, comm);
+    return 0;
+}
+
+/* Rank 0 says how the work is spread (the idle ranks; with -vv, all). */
+static void say_setup(const opts *o, int size, int provided, int mpi, int remote_ok)
+{
+    if (size > 1 && !remote_ok && !o->quiet)
+        fprintf(stderr, "mpibzip2: decompression runs on rank 0's threads (%d ranks idle: %s)\n", size - 1,
+                o->single ? "--single-threaded" : "MPI_THREAD_MULTIPLE not provided");
+    if (o->verbose > 1)
+        fprintf(stderr, "mpibzip2: %d ranks, %d threads per rank, MPI thread level %s, %s\n", size,
+                o->single ? 1 : o->threads,
+                mpi ? level_name(provided) : "none (no MPI launcher: MPI not started)",
+                !remote_ok                            ? "threads of rank 0 only"
+                : o->mode != 'z'                      ? "one decoding thread per remote channel"
+                : o->single                           ? "single-threaded master (no threads)"
+                : provided == MPI_THREAD_MULTIPLE     ? "one proxy thread per worker rank"
+                                                      : "the writing thread drives the remote compressors");
+}
+
+/* Sets up w to drive the workers' channels (counts[r] on rank r): for
+ * decompression a thread per remote channel; for compression one pump run
+ * by the writing thread, or (MPI_THREAD_MULTIPLE) a pump per worker rank,
+ * each run by a proxy thread. 0, or 1 if memory is short. */
+static int drive_workers(const opts *o, world *w, const int *counts, int size, int provided)
+{
+    /* rank 0 compresses too, unless it is the single-threaded master */
+    int compressors = w->nremote / 2 + (o->single ? 0 : o->threads);
+    if (o->mode != 'z') {
+        int oom = !(w->dchan = mpibz_channels(w->comm, counts, 1, size - 1, &w->ndchan)) ||
+                  !(w->dchan_args = calloc((size_t)w->ndchan + 1, sizeof *w->dchan_args));
+        for (int k = 0; !oom && k < w->ndchan; k++)
+            w->dchan_args[k] = &w->dchan[k];
+        return oom;
+    }
+    if (o->single || provided != MPI_THREAD_MULTIPLE)
+        return !(w->pump = mpibz_pump_new(w->comm, o->level, counts, 1, size - 1, compressors));
+    if (!(w->proxies = calloc((size_t)size, sizeof *w->proxies)))
+        return 1;
+    for (int r = 1; r < size; r++)
+        if (counts[r] > 0 &&
+            !(w->proxies[w->nproxy++] = mpibz_pump_new(w->comm, o->level, counts, r, r, compressors)))
+            return 1;
+    return 0;
+}
+
+/* Learns the workers' channels and sets up w to drive them. 0, or 1 (said
+ * so; every channel got its QUIT, or the job was aborted). */
+static int start_workers(const opts *o, world *w, int size, int provided)
+{
+    int *counts = calloc((size_t)size, sizeof *counts);
+    if (!counts || mpibz_thread_counts(w->comm, counts)) {
+        /* the workers wait for rank 0 (in the gather, or for blocks) and
+           cannot be told to stop: the job ends here rather than hang */
+        fprintf(stderr, "mpibzip2: %s while starting the workers\n", counts ? "MPI failed" : "out of memory");
+        free(counts);
+        MPI_Abort(w->comm, 1);
+        return 1;
+    }
+    for (int r = 1; r < size; r++)
+        w->nremote += counts[r];
+    if (drive_workers(o, w, counts, size, provided)) { /* every channel of every worker still gets its QUIT */
+        fprintf(stderr, "mpibzip2: out of memory\n");
+        for (int r = 1; r < size; r++)
+            for (int t = 0; t < counts[r]; t++)
+                mpibz_chan_quit(&(mpibz_chan){w->comm, r, MPIBZ_TAG + t});
+        free(counts);
+        return 1;
+    }
+    free(counts);
+    return 0;
+}
+
+/* Rank 0: every file (or standard input), then QUIT to the workers'
+ * channels. Returns the exit code: the worst of the files'. */
+static int master(const opts *o, world *w, int size, int provided, int mpi, int remote_ok)
+{
+    int rc = 0;
+    say_setup(o, size, provided, mpi, remote_ok);
+    if (remote_ok && start_workers(o, w, size, provided))
+        return 1;
+    if (o->nfiles == 0) {
+        rc = one(o, w, NULL);
+    } else {
+        for (int i = 0; i < o->nfiles; i++) {
+            int r = one(o, w, o->files[i]);
+            rc = r > rc ? r : rc;
+        }
+    }
+    /* the workers' channels end */
+    mpibz_pump_quit(w->pump);
+    for (int k = 0; k < w->nproxy; k++)
+        mpibz_pump_quit(w->proxies[k]);
+    for (int k = 0; k < w->ndchan; k++)
+        mpibz_chan_quit(&w->dchan[k]);
+    return rc;
+}
+
+static void world_free(world *w)
+{
+    mpibz_pump_free(w->pump);
+    for (int k = 0; k < w->nproxy; k++)
+        mpibz_pump_free(w->proxies[k]);
+    free(w->proxies);
+    free(w->dchan);
+    free(w->dchan_args);
+}
+
 int main(int argc, char **argv)
 {
     int provided = MPI_THREAD_SINGLE, rank = 0, size = 1, rc = 0;
     opts o;
     world w = {MPI_COMM_NULL, 0, 0, NULL, NULL, 0, NULL, NULL};
 
-    int want = MPI_THREAD_MULTIPLE;
-    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-        if (!strncmp(argv[i], "--thread-level=", 15) && asked_level(argv[i] + 15) >= 0)
-            want = asked_level(argv[i] + 15);
     int mpi = launched();
-    if (!mpi) {
-        provided = want; /* one process: threads need nothing from MPI */
-    } else if (MPI_Init_thread(&argc, &argv, want, &provided) != MPI_SUCCESS) {
-        fprintf(stderr, "mpibzip2: MPI_Init_thread failed\n");
+    if (mpi_start(&argc, &argv, mpi, &provided, &rank, &size, &w.comm))
         return 1;
-    } else {
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        MPI_Comm_size(MPI_COMM_WORLD, &size);
-        MPI_Comm_dup(MPI_COMM_WORLD, &w.comm);
-    }
     int pr = parse(argc, argv, &o, rank == 0);
     if (provided == MPI_THREAD_SINGLE)
         o.single = 1; /* no thread may exist besides the main one */
@@ -530,87 +746,12 @@ int main(int argc, char **argv)
     if (rank != 0) {
         if (remote_ok)
             rc = mpibz_worker(w.comm, o.threads, !o.single, o.mode != 'z');
-        goto out;
-    }
-    if (pr) {
+    } else if (pr) {
         rc = pr > 0 ? 1 : 0;
-        goto out;
-    }
-    if (size > 1 && !remote_ok && !o.quiet)
-        fprintf(stderr, "mpibzip2: decompression runs on rank 0's threads (%d ranks idle: %s)\n", size - 1,
-                o.single ? "--single-threaded" : "MPI_THREAD_MULTIPLE not provided");
-    if (o.verbose > 1)
-        fprintf(stderr, "mpibzip2: %d ranks, %d threads per rank, MPI thread level %s, %s\n", size,
-                o.single ? 1 : o.threads, mpi ? level_name(provided) : "none (no MPI launcher: MPI not started)",
-                !remote_ok                            ? "threads of rank 0 only"
-                : o.mode != 'z'                       ? "one decoding thread per remote channel"
-                : o.single                            ? "single-threaded master (no threads)"
-                : provided == MPI_THREAD_MULTIPLE     ? "one proxy thread per worker rank"
-                                                      : "the writing thread drives the remote compressors");
-    if (remote_ok) {
-        int *counts = calloc((size_t)size, sizeof *counts);
-        if (!counts || mpibz_thread_counts(w.comm, counts)) {
-            /* the workers wait for rank 0 (in the gather, or for blocks) and
-               cannot be told to stop: the job ends here rather than hang */
-            fprintf(stderr, "mpibzip2: %s while starting the workers\n", counts ? "MPI failed" : "out of memory");
-            free(counts);
-            MPI_Abort(w.comm, 1);
-            rc = 1;
-            goto out;
-        }
-        int oom = 0;
-        for (int r = 1; r < size; r++)
-            w.nremote += counts[r];
-        if (o.mode != 'z') { /* decompression: a thread per remote channel */
-            oom = !(w.dchan = mpibz_channels(w.comm, counts, 1, size - 1, &w.ndchan)) ||
-                  !(w.dchan_args = calloc((size_t)w.ndchan + 1, sizeof *w.dchan_args));
-            for (int k = 0; !oom && k < w.ndchan; k++)
-                w.dchan_args[k] = &w.dchan[k];
-        }
-        /* rank 0 compresses too, unless it is the single-threaded master */
-        int compressors = w.nremote / 2 + (o.single ? 0 : o.threads);
-        if (o.mode != 'z') {
-            /* decompression: set up above */
-        } else if (o.single || provided != MPI_THREAD_MULTIPLE) {
-            oom = !(w.pump = mpibz_pump_new(w.comm, o.level, counts, 1, size - 1, compressors));
-        } else {
-            oom = !(w.proxies = calloc((size_t)size, sizeof *w.proxies));
-            for (int r = 1; !oom && r < size; r++)
-                if (counts[r] > 0)
-                    oom = !(w.proxies[w.nproxy++] = mpibz_pump_new(w.comm, o.level, counts, r, r, compressors));
-        }
-        if (oom) { /* every channel of every worker still gets its QUIT */
-            fprintf(stderr, "mpibzip2: out of memory\n");
-            for (int r = 1; r < size; r++)
-                for (int t = 0; t < counts[r]; t++)
-                    mpibz_chan_quit(&(mpibz_chan){w.comm, r, MPIBZ_TAG + t});
-            free(counts);
-            rc = 1;
-            goto out;
-        }
-        free(counts);
-    }
-    if (o.nfiles == 0) {
-        rc = one(&o, &w, NULL);
     } else {
-        for (int i = 0; i < o.nfiles; i++) {
-            int r = one(&o, &w, o.files[i]);
-            rc = r > rc ? r : rc;
-        }
+        rc = master(&o, &w, size, provided, mpi, remote_ok);
     }
-    /* the workers' channels end */
-    mpibz_pump_quit(w.pump);
-    for (int k = 0; k < w.nproxy; k++)
-        mpibz_pump_quit(w.proxies[k]);
-    for (int k = 0; k < w.ndchan; k++)
-        mpibz_chan_quit(&w.dchan[k]);
-out:
-    mpibz_pump_free(w.pump);
-    for (int k = 0; k < w.nproxy; k++)
-        mpibz_pump_free(w.proxies[k]);
-    free(w.proxies);
-    free(w.dchan);
-    free(w.dchan_args);
+    world_free(&w);
     free(o.files);
     if (mpi) {
         MPI_Comm_free(&w.comm);

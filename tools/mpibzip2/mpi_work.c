@@ -328,7 +328,7 @@ int mpibz_pump_run(void *arg, bz_job *j, int may_block)
             bz_piece b;
             int h = bz_take(j, &b);
             if (h < 0) {
-                p->ended = h == -2;
+                p->ended = h == BZ_TAKE_NONE_LEFT;
                 pass = passes; /* no block for the other idle channels either */
                 break;
             }
@@ -556,14 +556,23 @@ static int input_fd(winput *in, const char *path)
     return in->fd;
 }
 
-/* c's header arrived (its request was *req): QUIT closes the channel (1);
- * BLOCK or DECODE (0): the receive of its bytes takes the header's place
- * in the arrivals array, so that a single-threaded worker compresses what
- * it has while the bytes travel; -1 on a bad header. */
+/* What take_header and take_data found. */
+enum {
+    TAKE_BAD = -1,       /* a message is not what it should be: the worker fails */
+    TAKE_OK = 0,         /* a header, whose bytes come next; or the bytes: the block is ready */
+    TAKE_QUIT = 1,       /* QUIT: the channel closes */
+    TAKE_UNREADABLE = 2, /* --shared-input: the input file cannot be opened (answered without compressing) */
+};
+
+/* c's header arrived (its request was *req): QUIT closes the channel
+ * (TAKE_QUIT); BLOCK or DECODE (TAKE_OK): the receive of its bytes takes
+ * the header's place in the arrivals array, so that a single-threaded
+ * worker compresses what it has while the bytes travel; TAKE_BAD on a bad
+ * header. */
 static int take_header(wchan *c, MPI_Request *req)
 {
     if (c->hdr[0] == K_QUIT)
-        return 1;
+        return TAKE_QUIT;
     c->decode = c->hdr[0] == K_DECODE;
     c->fd = -1;
     if (c->decode) {
@@ -572,37 +581,38 @@ static int take_header(wchan *c, MPI_Request *req)
         c->n = c->hdr[2];
         c->nbits = c->hdr[3];
         if (c->level < 1 || c->level > 9 || c->n > c->cap || c->nbits > BZ_DECODE_MAX_BLOCK_BITS(c->level))
-            return -1;
+            return TAKE_BAD;
     } else {
         if (c->hdr[0] != K_BLOCK || c->hdr[1] < 1 || c->hdr[1] > 9 || c->hdr[3] > 2 ||
             c->hdr[2] > (c->hdr[3] == 2 ? MAX_BLOCK_INPUT(c->hdr[1]) : bz_cutter_cap((int)c->hdr[1])))
-            return -1;
+            return TAKE_BAD;
         c->n = c->hdr[2];
         c->level = (int)c->hdr[1];
         c->raw = c->hdr[3] != 0;
     }
     *req = c->dreq;
     c->dreq = MPI_REQUEST_NULL;
-    return 0;
+    return TAKE_OK;
 }
 
 /* c's bytes arrived (st): the block (or one-block stream) is in c->data,
- * or with --shared-input where it is in the input file (0, or 2 if that
- * file cannot be opened); -1 if the message is not what the header said. */
+ * or with --shared-input where it is in the input file (TAKE_OK, or
+ * TAKE_UNREADABLE if that file cannot be opened); TAKE_BAD if the message
+ * is not what the header said. */
 static int take_data(wchan *c, const MPI_Status *st, winput *in)
 {
     int len = 0;
     if (MPI_Get_count(st, MPI_BYTE, &len))
-        return -1;
+        return TAKE_BAD;
     if (c->decode || c->hdr[3] != 2)
-        return (size_t)len == c->n ? 0 : -1;
+        return (size_t)len == c->n ? TAKE_OK : TAKE_BAD;
     /* --shared-input: the block's offset and the file's path; the
        compressor reads the bytes (c->data is the buffer it reads through) */
     if (len < 10 || c->data[len - 1] != 0)
-        return -1;
+        return TAKE_BAD;
     memcpy(&c->at, c->data, 8);
     c->fd = input_fd(in, (const char *)c->data + 8);
-    return c->fd < 0 ? 2 : 0;
+    return c->fd < 0 ? TAKE_UNREADABLE : TAKE_OK;
 }
 
 /* Receives for c's next block: its header, then its bytes (or "where"
@@ -667,168 +677,238 @@ int mpibz_thread_counts(MPI_Comm comm, int *counts)
     return MPI_Gather(&none, 1, MPI_INT, counts, 1, MPI_INT, 0, comm) == MPI_SUCCESS ? 0 : 1;
 }
 
-int mpibz_worker(MPI_Comm comm, int threads, int use_threads, int decode)
+/* A worker rank: its channels, compression threads and results on their way. */
+typedef struct wrank {
+    MPI_Comm comm;
+    int nth;          /* compression threads wanted (0: the calling thread compresses) */
+    int nch;          /* channels allocated (c, hreq) */
+    int started;      /* channels serving rank 0 */
+    int nthreads;     /* threads running */
+    uint64_t arrivals;
+    winput in;
+    woutbox ob;
+    wshared sh;
+    wchan *c;
+    MPI_Request *hreq; /* per channel: the receive of its next header, then of its bytes */
+    pthread_t *th;
+    bz_coder coder;   /* without threads */
+} wrank;
+
+/* Sets up w's channels and threads and posts the receives of the first
+ * blocks: 0, or 1 if MPI failed (w->started is then 0: rank 0 sends this
+ * rank nothing). Short of memory, w serves fewer channels, maybe none. */
+static int wrank_start(wrank *w, int decode)
 {
-    int nth = use_threads ? threads : 0, nch = 2 * (nth ? nth : 1), started = 0, nthreads = 0, rc = 0, open;
-    uint64_t arrivals = 0;
-    winput in = {-1, NULL};
-    woutbox ob = {NULL, 0};
-    wshared sh = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL};
-    wchan *c = calloc((size_t)nch, sizeof *c);
-    MPI_Request *hreq = calloc((size_t)nch, sizeof *hreq);
-    pthread_t *th = calloc((size_t)nth + 1, sizeof *th);
-    bz_coder coder = {0}; /* without threads */
-    if (!c || !hreq || !th)
-        nch = 0; /* still answer rank 0 */
-    sh.c = c;
-    for (; started < nch; started++) {
-        c[started].tag = MPIBZ_TAG + started;
-        c[started].dreq = hreq[started] = MPI_REQUEST_NULL;
-        c[started].cap = decode ? BZ_DECODE_MAX_STREAM(9) : BLOCK_CAP;
-        if (!(c[started].data = malloc(c[started].cap)))
+    int rc = 0;
+    w->c = calloc((size_t)w->nch, sizeof *w->c);
+    w->hreq = calloc((size_t)w->nch, sizeof *w->hreq);
+    w->th = calloc((size_t)w->nth + 1, sizeof *w->th);
+    if (!w->c || !w->hreq || !w->th)
+        w->nch = 0; /* still answer rank 0 */
+    for (int i = 0; i < w->nch; i++) /* the cleanup looks at every channel's requests */
+        w->c[i].dreq = w->hreq[i] = MPI_REQUEST_NULL;
+    w->sh.c = w->c;
+    for (; w->started < w->nch; w->started++) {
+        wchan *c = &w->c[w->started];
+        c->tag = MPIBZ_TAG + w->started;
+        c->dreq = w->hreq[w->started] = MPI_REQUEST_NULL;
+        c->cap = decode ? BZ_DECODE_MAX_STREAM(9) : BLOCK_CAP;
+        if (!(c->data = malloc(c->cap)))
             break;
     }
-    started &= ~1; /* whole compressors only: two channels each */
-    sh.n = started;
-    for (; nthreads < nth && nthreads < started / 2; nthreads++)
-        if (pthread_create(&th[nthreads], NULL, wthread_main, &sh))
+    w->started &= ~1; /* whole compressors only: two channels each */
+    w->sh.n = w->started;
+    for (; w->nthreads < w->nth && w->nthreads < w->started / 2; w->nthreads++)
+        if (pthread_create(&w->th[w->nthreads], NULL, wthread_main, &w->sh))
             break;
-    if (nth)
-        started = nthreads * 2; /* no channels for threads that could not start */
-    pthread_mutex_lock(&sh.mu);
-    sh.n = started;
-    pthread_mutex_unlock(&sh.mu);
-    for (int i = 0; i < started && !rc; i++)
-        rc = expect_block(comm, &c[i], &hreq[i]) ? 1 : 0;
+    if (w->nth)
+        w->started = w->nthreads * 2; /* no channels for threads that could not start */
+    pthread_mutex_lock(&w->sh.mu);
+    w->sh.n = w->started;
+    pthread_mutex_unlock(&w->sh.mu);
+    for (int i = 0; i < w->started && !rc; i++)
+        rc = expect_block(w->comm, &w->c[i], &w->hreq[i]) ? 1 : 0;
     if (rc)
-        started = 0; /* rank 0 sends this rank nothing */
-    /* rank 0 learns how many channels serve it */
-    if (MPI_Gather(&started, 1, MPI_INT, NULL, 0, MPI_INT, 0, comm) != MPI_SUCCESS)
-        rc = 1;
-    open = rc ? 0 : started;
+        w->started = 0; /* rank 0 sends this rank nothing */
+    return rc;
+}
+
+/* Takes in what arrived (headers, blocks' bytes, QUITs) until nothing more
+ * has; without threads, first waits in MPI for an arrival when no block is
+ * ready. *open counts the channels still open, *did is set if anything
+ * came. 0, or -1 if MPI failed or a message was not what it should be. */
+static int wrank_arrivals(wrank *w, int *open, int *did)
+{
+    wchan *c = w->c;
+    int k = MPI_UNDEFINED, flag = 0;
+    for (;;) {
+        MPI_Status st;
+        if (!w->nth && !oldest_ready(&w->sh)) {
+            if (MPI_Waitany(w->started, w->hreq, &k, &st) != MPI_SUCCESS)
+                return -1;
+        } else if (MPI_Testany(w->started, w->hreq, &k, &flag, &st) != MPI_SUCCESS) {
+            return -1;
+        }
+        if (k == MPI_UNDEFINED)
+            return 0;
+        int t;
+        if (c[k].state == W_WAIT) { /* a header: then its bytes, or the channel closes */
+            if ((t = take_header(&c[k], &w->hreq[k])) == TAKE_BAD)
+                return -1;
+            if (t == TAKE_OK) {
+                pthread_mutex_lock(&w->sh.mu);
+                c[k].state = W_DATA;
+                pthread_mutex_unlock(&w->sh.mu);
+                continue;
+            }
+        } else if ((t = take_data(&c[k], &st, &w->in)) == TAKE_BAD) {
+            return -1;
+        }
+        pthread_mutex_lock(&w->sh.mu);
+        c[k].state = t == TAKE_QUIT ? W_CLOSED : t == TAKE_UNREADABLE ? W_DONE : W_READY;
+        /* unreadable: answered without compressing */
+        c[k].rc = t == TAKE_UNREADABLE ? BZ_BLOCK_UNREADABLE : 0;
+        c[k].seq = w->arrivals++;
+        pthread_cond_signal(&w->sh.work);
+        pthread_mutex_unlock(&w->sh.mu);
+        *open -= t == TAKE_QUIT;
+        *did = 1;
+        if (!*open)
+            return 0;
+    }
+}
+
+/* Sends the results of the channels whose block is done (*did set if
+ * any). 0, or -1 if MPI failed or memory is short. */
+static int wrank_results(wrank *w, int *did)
+{
+    for (int i = 0; i < w->started; i++) {
+        pthread_mutex_lock(&w->sh.mu);
+        int ready = w->c[i].state == W_DONE;
+        pthread_mutex_unlock(&w->sh.mu);
+        if (ready) {
+            if (give_result(w->comm, &w->c[i], &w->hreq[i], &w->ob))
+                return -1;
+            pthread_mutex_lock(&w->sh.mu);
+            w->c[i].state = W_WAIT;
+            pthread_mutex_unlock(&w->sh.mu);
+            *did = 1;
+        }
+    }
+    return 0;
+}
+
+/* Nothing moved: waits for a thread to finish a block, or *ns (doubled
+ * for next time, up to NAP_MAX; arrivals are polled). */
+static void wrank_idle(wrank *w, long *ns)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_nsec += *ns;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&w->sh.mu);
+    int any = 0;
+    for (int i = 0; i < w->started && !any; i++)
+        any = w->c[i].state == W_DONE;
+    if (!any)
+        pthread_cond_timedwait(&w->sh.done, &w->sh.mu, &t);
+    pthread_mutex_unlock(&w->sh.mu);
+    if (*ns < NAP_MAX)
+        *ns *= 2;
+}
+
+/* Serves the channels until every one is closed: 0, or 1 if MPI or memory
+ * failed. */
+static int wrank_serve(wrank *w)
+{
+    int open = w->started;
     long ns = 20000;
     while (open > 0) {
-        int did = 0, k = MPI_UNDEFINED, flag = 0;
-        /* arrivals; without threads, wait for one when no block is ready */
-        for (;;) {
-            MPI_Status st;
-            if (!nth && !oldest_ready(&sh)) {
-                if (MPI_Waitany(started, hreq, &k, &st) != MPI_SUCCESS)
-                    goto fail;
-            } else if (MPI_Testany(started, hreq, &k, &flag, &st) != MPI_SUCCESS) {
-                goto fail;
-            }
-            if (k == MPI_UNDEFINED)
-                break;
-            int t;
-            if (c[k].state == W_WAIT) { /* a header: then its bytes, or the channel closes */
-                if ((t = take_header(&c[k], &hreq[k])) < 0)
-                    goto fail;
-                if (t == 0) {
-                    pthread_mutex_lock(&sh.mu);
-                    c[k].state = W_DATA;
-                    pthread_mutex_unlock(&sh.mu);
-                    continue;
-                }
-            } else if ((t = take_data(&c[k], &st, &in)) < 0) {
-                goto fail;
-            }
-            pthread_mutex_lock(&sh.mu);
-            c[k].state = t == 1 ? W_CLOSED : t == 2 ? W_DONE : W_READY;
-            c[k].rc = t == 2 ? -300 : 0; /* unreadable: answered without compressing */
-            c[k].seq = arrivals++;
-            pthread_cond_signal(&sh.work);
-            pthread_mutex_unlock(&sh.mu);
-            open -= t == 1;
-            did = 1;
-            if (!open)
-                break;
-        }
-        if (!nth) { /* compress the block that came first */
-            wchan *w = oldest_ready(&sh);
-            if (w) {
-                do_job(&coder, w);
-                w->state = W_DONE;
+        int did = 0;
+        if (wrank_arrivals(w, &open, &did))
+            return 1;
+        if (!w->nth) { /* compress the block that came first */
+            wchan *c = oldest_ready(&w->sh);
+            if (c) {
+                do_job(&w->coder, c);
+                c->state = W_DONE;
             }
         }
-        /* results */
-        for (int i = 0; i < started; i++) {
-            pthread_mutex_lock(&sh.mu);
-            int ready = c[i].state == W_DONE;
-            pthread_mutex_unlock(&sh.mu);
-            if (ready) {
-                if (give_result(comm, &c[i], &hreq[i], &ob))
-                    goto fail;
-                pthread_mutex_lock(&sh.mu);
-                c[i].state = W_WAIT;
-                pthread_mutex_unlock(&sh.mu);
-                did = 1;
-            }
-        }
-        if (did || !nth) {
+        if (wrank_results(w, &did))
+            return 1;
+        if (did || !w->nth) {
             ns = 20000;
             continue;
         }
-        /* nothing moved: wait for a thread to finish a block, or a while (arrivals are polled) */
-        struct timespec t;
-        clock_gettime(CLOCK_REALTIME, &t);
-        t.tv_nsec += ns;
-        if (t.tv_nsec >= 1000000000L) {
-            t.tv_sec++;
-            t.tv_nsec -= 1000000000L;
-        }
-        pthread_mutex_lock(&sh.mu);
-        int any = 0;
-        for (int i = 0; i < started && !any; i++)
-            any = c[i].state == W_DONE;
-        if (!any)
-            pthread_cond_timedwait(&sh.done, &sh.mu, &t);
-        pthread_mutex_unlock(&sh.mu);
-        if (ns < NAP_MAX)
-            ns *= 2;
+        wrank_idle(w, &ns);
     }
-    goto out;
-fail:
-    rc = 1;
-out:
-    pthread_mutex_lock(&sh.mu);
-    sh.quit = 1;
-    pthread_cond_broadcast(&sh.work);
-    pthread_mutex_unlock(&sh.mu);
-    for (int i = 0; i < nthreads; i++)
-        pthread_join(th[i], NULL);
-    for (int i = 0; i < ob.n; i++) {
+    return 0;
+}
+
+/* Stops the threads, waits for the results' sends (if all went well, rc
+ * 0), cancels the receives no message will match and frees w. */
+static void wrank_end(wrank *w, int rc)
+{
+    pthread_mutex_lock(&w->sh.mu);
+    w->sh.quit = 1;
+    pthread_cond_broadcast(&w->sh.work);
+    pthread_mutex_unlock(&w->sh.mu);
+    for (int i = 0; i < w->nthreads; i++)
+        pthread_join(w->th[i], NULL);
+    for (int i = 0; i < w->ob.n; i++) {
         int done = 0;
         MPI_Status st[2];
         if (!rc)
-            done = !wait_all(2, ob.s[i]->r);
-        else if (MPI_Testall(2, ob.s[i]->r, &done, st) != MPI_SUCCESS)
+            done = !wait_all(2, w->ob.s[i]->r);
+        else if (MPI_Testall(2, w->ob.s[i]->r, &done, st) != MPI_SUCCESS)
             done = 0;
         if (!done)
             continue; /* a send MPI may still read from: left, not freed */
-        bz_block_free(&ob.s[i]->b);
-        free(ob.s[i]);
+        bz_block_free(&w->ob.s[i]->b);
+        free(w->ob.s[i]);
     }
-    free(ob.s);
-    for (int i = 0; c && i < nch; i++) {
+    free(w->ob.s);
+    for (int i = 0; w->c && i < w->nch; i++) {
+        wchan *c = &w->c[i];
         MPI_Status st;
-        if (c[i].dreq != MPI_REQUEST_NULL) { /* no block came after QUIT */
-            MPI_Cancel(&c[i].dreq);
-            MPI_Wait(&c[i].dreq, &st);
+        if (c->dreq != MPI_REQUEST_NULL) { /* no block came after QUIT */
+            MPI_Cancel(&c->dreq);
+            MPI_Wait(&c->dreq, &st);
         }
-        if (hreq[i] != MPI_REQUEST_NULL) { /* a receive no message will match */
-            MPI_Cancel(&hreq[i]);
-            MPI_Wait(&hreq[i], &st);
+        if (w->hreq[i] != MPI_REQUEST_NULL) { /* a receive no message will match */
+            MPI_Cancel(&w->hreq[i]);
+            MPI_Wait(&w->hreq[i], &st);
         }
-        free(c[i].data);
-        bz_block_free(&c[i].b);
+        free(c->data);
+        bz_block_free(&c->b);
     }
-    bz_coder_free(&coder);
-    free(c);
-    free(hreq);
-    free(th);
-    if (in.fd >= 0)
-        close(in.fd);
-    free(in.path);
+    bz_coder_free(&w->coder);
+    free(w->c);
+    free(w->hreq);
+    free(w->th);
+    if (w->in.fd >= 0)
+        close(w->in.fd);
+    free(w->in.path);
+}
+
+int mpibz_worker(MPI_Comm comm, int threads, int use_threads, int decode)
+{
+    wrank w = {.comm = comm,
+               .nth = use_threads ? threads : 0,
+               .in = {-1, NULL},
+               .sh = {.mu = PTHREAD_MUTEX_INITIALIZER,
+                      .work = PTHREAD_COND_INITIALIZER,
+                      .done = PTHREAD_COND_INITIALIZER}};
+    w.nch = 2 * (w.nth ? w.nth : 1);
+    int rc = wrank_start(&w, decode);
+    /* rank 0 learns how many channels serve it */
+    if (MPI_Gather(&w.started, 1, MPI_INT, NULL, 0, MPI_INT, 0, comm) != MPI_SUCCESS)
+        rc = 1;
+    if (!rc)
+        rc = wrank_serve(&w);
+    wrank_end(&w, rc);
     return rc;
 }
