@@ -36,6 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zmpi/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -66,9 +68,9 @@ typedef enum zmpi_error {
 } zmpi_error;
 
 /* Returns a static, human-readable message for an error code (never NULL). */
-const char *zmpi_strerror(int code);
+ZMPI_API const char *zmpi_strerror(int code);
 /* Returns the symbolic name of an error code, e.g. "ZMPI_ERR_CORRUPT". */
-const char *zmpi_error_name(int code);
+ZMPI_API const char *zmpi_error_name(int code);
 
 typedef enum zmpi_dtype {
     ZMPI_BYTE = 0,   /* raw bytes (lossless codecs only) */
@@ -77,7 +79,7 @@ typedef enum zmpi_dtype {
 } zmpi_dtype;
 
 /* Size in bytes of one element of a dtype, or 0 if the dtype is unknown. */
-size_t zmpi_dtype_size(zmpi_dtype dtype);
+ZMPI_API size_t zmpi_dtype_size(zmpi_dtype dtype);
 
 typedef enum zmpi_codec {
     ZMPI_CODEC_STORED = 0,       /* no compression (framing only) */
@@ -95,19 +97,19 @@ typedef enum zmpi_codec {
 } zmpi_codec;
 
 /* Codec name ("fzl", "xorlzc-inter", ...) or NULL if unknown. */
-const char *zmpi_codec_name(zmpi_codec codec);
+ZMPI_API const char *zmpi_codec_name(zmpi_codec codec);
 /* Codec id for a name, or ZMPI_ERR_CODEC. */
-int zmpi_codec_from_name(const char *name);
+ZMPI_API int zmpi_codec_from_name(const char *name);
 /* One-line description of a codec, or NULL if unknown. */
-const char *zmpi_codec_description(zmpi_codec codec);
+ZMPI_API const char *zmpi_codec_description(zmpi_codec codec);
 /* 1 if the codec is lossy with an error bound, 0 if lossless, 2 if lossy
  * with fixed precision (no bound), ZMPI_ERR_CODEC if unknown. */
-int zmpi_codec_kind(zmpi_codec codec);
+ZMPI_API int zmpi_codec_kind(zmpi_codec codec);
 #define ZMPI_KIND_LOSSLESS 0
 #define ZMPI_KIND_BOUNDED 1
 #define ZMPI_KIND_FIXED 2
 /* 1 if the codec keeps inter-step state and needs a zmpi_channel. */
-int zmpi_codec_needs_channel(zmpi_codec codec);
+ZMPI_API int zmpi_codec_needs_channel(zmpi_codec codec);
 
 typedef enum zmpi_eb_mode {
     ZMPI_EB_NONE = 0, /* no bound set (lossless / fixed-precision codecs) */
@@ -129,29 +131,29 @@ typedef struct zmpi_ctx zmpi_ctx;
 
 /* Creates a context with default settings (codec fzl, no bound, 1 thread).
  * Returns NULL only if memory is exhausted. */
-zmpi_ctx *zmpi_ctx_create(void);
+ZMPI_API zmpi_ctx *zmpi_ctx_create(void);
 /* Frees a context and its scratch memory. NULL is accepted. */
-void zmpi_ctx_free(zmpi_ctx *ctx);
+ZMPI_API void zmpi_ctx_free(zmpi_ctx *ctx);
 
 /* Selects the codec. Returns ZMPI_OK or ZMPI_ERR_CODEC / ZMPI_ERR_ARG. */
-int zmpi_ctx_set_codec(zmpi_ctx *ctx, zmpi_codec codec);
+ZMPI_API int zmpi_ctx_set_codec(zmpi_ctx *ctx, zmpi_codec codec);
 /* Sets the error bound. mode ZMPI_EB_NONE clears it (value ignored).
  * Returns ZMPI_OK, or ZMPI_ERR_BOUND if value is <= 0, NaN or Inf
  * (for REL also if value >= 1 is fine; only non-positive/non-finite fail). */
-int zmpi_ctx_set_bound(zmpi_ctx *ctx, zmpi_eb_mode mode, double value);
+ZMPI_API int zmpi_ctx_set_bound(zmpi_ctx *ctx, zmpi_eb_mode mode, double value);
 /* Sets an integer parameter. Returns the value actually chosen (>= 0), or
  * ZMPI_ERR_ARG if the parameter or value is invalid (the context is then
  * unchanged). */
-long long zmpi_ctx_set_param(zmpi_ctx *ctx, zmpi_param param, long long value);
+ZMPI_API long long zmpi_ctx_set_param(zmpi_ctx *ctx, zmpi_param param, long long value);
 /* Reads an integer parameter, or ZMPI_ERR_ARG. */
-long long zmpi_ctx_get_param(const zmpi_ctx *ctx, zmpi_param param);
-zmpi_codec zmpi_ctx_get_codec(const zmpi_ctx *ctx);
-zmpi_eb_mode zmpi_ctx_get_bound(const zmpi_ctx *ctx, double *value);
+ZMPI_API long long zmpi_ctx_get_param(const zmpi_ctx *ctx, zmpi_param param);
+ZMPI_API zmpi_codec zmpi_ctx_get_codec(const zmpi_ctx *ctx);
+ZMPI_API zmpi_eb_mode zmpi_ctx_get_bound(const zmpi_ctx *ctx, double *value);
 
 /* Worst-case stream size for count elements of dtype with the context's
  * settings: a buffer of this size always suffices for zmpi_compress.
  * Returns 0 if the arguments are invalid or the size overflows size_t. */
-size_t zmpi_max_compressed_size(const zmpi_ctx *ctx, size_t count, zmpi_dtype dtype);
+ZMPI_API size_t zmpi_max_compressed_size(const zmpi_ctx *ctx, size_t count, zmpi_dtype dtype);
 
 /* Compresses count elements of dtype from src into dst (capacity dst_cap
  * bytes). src may be NULL when count is 0.
@@ -160,8 +162,8 @@ size_t zmpi_max_compressed_size(const zmpi_ctx *ctx, size_t count, zmpi_dtype dt
  * codec does not accept dtype, ZMPI_ERR_DST_TOO_SMALL if dst_cap is below
  * what this input needs (zmpi_max_compressed_size is always enough),
  * ZMPI_ERR_NEED_CHANNEL for inter-step codecs (use zmpi_compress_channel). */
-ptrdiff_t zmpi_compress(zmpi_ctx *ctx, const void *src, size_t count, zmpi_dtype dtype,
-                        void *dst, size_t dst_cap);
+ZMPI_API ptrdiff_t zmpi_compress(zmpi_ctx *ctx, const void *src, size_t count, zmpi_dtype dtype,
+                                 void *dst, size_t dst_cap);
 
 /* Decompresses a whole stream of src_size bytes into dst (capacity dst_cap
  * bytes). The stream describes itself; use zmpi_stream_info to learn the
@@ -170,8 +172,8 @@ ptrdiff_t zmpi_compress(zmpi_ctx *ctx, const void *src, size_t count, zmpi_dtype
  * zmpi_error: ZMPI_ERR_CORRUPT / ZMPI_ERR_CHECKSUM / ZMPI_ERR_VERSION for a
  * bad stream, ZMPI_ERR_DST_TOO_SMALL, ZMPI_ERR_NEED_CHANNEL. On error the
  * contents of dst are unspecified. */
-ptrdiff_t zmpi_decompress(zmpi_ctx *ctx, const void *src, size_t src_size, void *dst,
-                          size_t dst_cap);
+ZMPI_API ptrdiff_t zmpi_decompress(zmpi_ctx *ctx, const void *src, size_t src_size, void *dst,
+                                   size_t dst_cap);
 
 /* What a stream header says, validated against the buffer. */
 typedef struct zmpi_stream_info {
@@ -193,7 +195,7 @@ typedef struct zmpi_stream_info {
 /* Parses and validates a stream header (and its segment index) in src.
  * Returns ZMPI_OK and fills *info, or ZMPI_ERR_CORRUPT / ZMPI_ERR_VERSION.
  * Does not decode or checksum the payload. */
-int zmpi_stream_info_get(const void *src, size_t src_size, zmpi_stream_info *info);
+ZMPI_API int zmpi_stream_info_get(const void *src, size_t src_size, zmpi_stream_info *info);
 
 /* ---- Inter-step channels (codecs xorlzc-inter, trunc-inter, dp2sp-inter) ----
  *
@@ -212,19 +214,19 @@ typedef struct zmpi_channel zmpi_channel;
 
 /* Creates a channel that keeps at most max_bytes of history (0: unlimited
  * up to SIZE_MAX). Returns NULL if memory is exhausted. */
-zmpi_channel *zmpi_channel_create(size_t max_bytes);
-void zmpi_channel_free(zmpi_channel *ch);
+ZMPI_API zmpi_channel *zmpi_channel_create(size_t max_bytes);
+ZMPI_API void zmpi_channel_free(zmpi_channel *ch);
 /* Forgets the history: the next message is a reset. */
-void zmpi_channel_reset(zmpi_channel *ch);
+ZMPI_API void zmpi_channel_reset(zmpi_channel *ch);
 /* Bytes of history memory currently held. */
-size_t zmpi_channel_memory(const zmpi_channel *ch);
+ZMPI_API size_t zmpi_channel_memory(const zmpi_channel *ch);
 
 /* As zmpi_compress / zmpi_decompress, with a channel (required by the
  * inter-step codecs, ignored by the others; ch may then be NULL). */
-ptrdiff_t zmpi_compress_channel(zmpi_ctx *ctx, zmpi_channel *ch, const void *src, size_t count,
-                                zmpi_dtype dtype, void *dst, size_t dst_cap);
-ptrdiff_t zmpi_decompress_channel(zmpi_ctx *ctx, zmpi_channel *ch, const void *src,
-                                  size_t src_size, void *dst, size_t dst_cap);
+ZMPI_API ptrdiff_t zmpi_compress_channel(zmpi_ctx *ctx, zmpi_channel *ch, const void *src, size_t count,
+                                         zmpi_dtype dtype, void *dst, size_t dst_cap);
+ZMPI_API ptrdiff_t zmpi_decompress_channel(zmpi_ctx *ctx, zmpi_channel *ch, const void *src,
+                                           size_t src_size, void *dst, size_t dst_cap);
 
 /* ---- Quality metrics (ratio, max error, RMSE, NRMSE, PSNR, throughput) ---- */
 typedef struct zmpi_quality {
@@ -238,11 +240,11 @@ typedef struct zmpi_quality {
 
 /* Compares original and reconstructed arrays of count elements of dtype
  * (float or double). Returns ZMPI_OK or ZMPI_ERR_ARG / ZMPI_ERR_DTYPE. */
-int zmpi_quality_compare(const void *orig, const void *recon, size_t count, zmpi_dtype dtype,
-                         zmpi_quality *out);
+ZMPI_API int zmpi_quality_compare(const void *orig, const void *recon, size_t count, zmpi_dtype dtype,
+                                  zmpi_quality *out);
 
 /* Library version string, e.g. "0.1.0". */
-const char *zmpi_version(void);
+ZMPI_API const char *zmpi_version(void);
 
 #ifdef __cplusplus
 }

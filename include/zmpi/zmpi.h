@@ -38,6 +38,7 @@
 #include <stddef.h>
 
 #include "zmpi/codec.h"
+#include "zmpi/export.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -105,16 +106,16 @@ typedef struct ZMPI_Stats {
 /* Fills *cfg with the defaults from the environment. Returns MPI_SUCCESS, or
  * MPI_ERR_ARG if a variable is malformed (that setting keeps its built-in
  * default; *bad names the first bad variable if bad != NULL). */
-int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad);
+ZMPI_API int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad);
 /* The settings table: every ZMPI_ environment variable. For index 0..n-1
  * fills name, default_value and doc (any may be NULL) and returns n (the
  * number of settings); for other indexes returns n and fills nothing. */
-int ZMPI_Setting_info(int index, const char **name, const char **default_value, const char **doc);
+ZMPI_API int ZMPI_Setting_info(int index, const char **name, const char **default_value, const char **doc);
 /* Checks one setting's value as the environment parsing would: returns
  * MPI_SUCCESS, or MPI_ERR_ARG with the reason in why (cap bytes; may be
  * NULL) for a malformed value or a name that is not a zmpi setting. Local;
  * needs no MPI initialisation. */
-int ZMPI_Setting_check(const char *name, const char *value, char *why, int cap);
+ZMPI_API int ZMPI_Setting_check(const char *name, const char *value, char *why, int cap);
 
 /* Sets the communicator's configuration. Collective over comm, like
  * MPI_Comm_set_info: every rank calls it. The ranks may set different
@@ -128,16 +129,16 @@ int ZMPI_Setting_check(const char *name, const char *value, char *why, int cap);
  * MPI_ERR_ARG); the rank keeps its old settings. Duplicates (MPI_Comm_dup)
  * inherit the configuration. ZMPI_Comm_get_config reads it (and raises the
  * error of a malformed environment variable). */
-int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg);
-int ZMPI_Comm_get_config(MPI_Comm comm, ZMPI_Config *cfg);
-int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *stats);
+ZMPI_API int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg);
+ZMPI_API int ZMPI_Comm_get_config(MPI_Comm comm, ZMPI_Config *cfg);
+ZMPI_API int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *stats);
 
 /* The algorithms of a collective: fills up to max entries of ids / names /
  * descriptions (any may be NULL) and returns how many exist. */
-int ZMPI_Coll_algorithms(ZMPI_Coll coll, int max, int *ids, const char **names, const char **descriptions);
+ZMPI_API int ZMPI_Coll_algorithms(ZMPI_Coll coll, int max, int *ids, const char **names, const char **descriptions);
 /* Algorithm id from a name ("ring", "mpi", "cprp2p", ...), or -2 if unknown. */
-int ZMPI_Coll_algorithm_from_name(ZMPI_Coll coll, const char *name);
-const char *ZMPI_Coll_name(ZMPI_Coll coll);
+ZMPI_API int ZMPI_Coll_algorithm_from_name(ZMPI_Coll coll, const char *name);
+ZMPI_API const char *ZMPI_Coll_name(ZMPI_Coll coll);
 
 /* The model behind the decision to compress a collective of comm (its
  * configuration; `count` elements of `datatype` as the call's own count
@@ -150,20 +151,20 @@ const char *ZMPI_Coll_name(ZMPI_Coll coll);
  * compression pays (t_zmpi < t_plain, or net_bw unknown), 0 if not;
  * t_plain / t_zmpi (either may be NULL) get the estimates in seconds (0
  * when net_bw is unknown). Local, not collective. */
-int ZMPI_Model_estimate(MPI_Comm comm, ZMPI_Coll coll, long long count, MPI_Datatype datatype, double *t_plain,
-                        double *t_zmpi);
+ZMPI_API int ZMPI_Model_estimate(MPI_Comm comm, ZMPI_Coll coll, long long count, MPI_Datatype datatype, double *t_plain,
+                                 double *t_zmpi);
 
 /* ---- point-to-point ---- */
-int ZMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
-int ZMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
-              MPI_Status *status);
-int ZMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-               MPI_Request *request);
-int ZMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
-               MPI_Request *request);
-int ZMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
-                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
-                  MPI_Comm comm, MPI_Status *status);
+ZMPI_API int ZMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+ZMPI_API int ZMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                       MPI_Status *status);
+ZMPI_API int ZMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                        MPI_Request *request);
+ZMPI_API int ZMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                        MPI_Request *request);
+ZMPI_API int ZMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                           void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                           MPI_Comm comm, MPI_Status *status);
 /* Completion. A ZMPI_Isend / ZMPI_Irecv of MPI_FLOAT / MPI_DOUBLE data
  * returns a request of zmpi's (a generalized request that zmpi completes
  * when the transfer is over and, for a receive, the message is decoded;
@@ -173,16 +174,16 @@ int ZMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int
  * MPI_Test, MPI_Waitall, ...) complete zmpi requests too; under other MPI
  * libraries they never do (MPI_Test keeps returning false, MPI_Wait blocks).
  * ZMPI_Request_free'd requests are completed by later zmpi calls. */
-int ZMPI_Wait(MPI_Request *request, MPI_Status *status);
-int ZMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
-int ZMPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
-int ZMPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
-int ZMPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
-int ZMPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]);
-int ZMPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status);
-int ZMPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
-int ZMPI_Request_free(MPI_Request *request);
-int ZMPI_Cancel(MPI_Request *request);
+ZMPI_API int ZMPI_Wait(MPI_Request *request, MPI_Status *status);
+ZMPI_API int ZMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
+ZMPI_API int ZMPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
+ZMPI_API int ZMPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
+ZMPI_API int ZMPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
+ZMPI_API int ZMPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]);
+ZMPI_API int ZMPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status);
+ZMPI_API int ZMPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
+ZMPI_API int ZMPI_Request_free(MPI_Request *request);
+ZMPI_API int ZMPI_Cancel(MPI_Request *request);
 
 /* Probes. MPI_Probe reports a compressed message's size on the wire; these
  * report what it holds: MPI_Get_count / ZMPI_Get_count with MPI_FLOAT or
@@ -192,13 +193,13 @@ int ZMPI_Cancel(MPI_Request *request);
  * ZMPI_Sendrecv), which looks at kept messages first, in MPI's order - not
  * with MPI_Recv. A message handle from ZMPI_Mprobe / ZMPI_Improbe goes to
  * ZMPI_Mrecv / ZMPI_Imrecv only. */
-int ZMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
-int ZMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
-int ZMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status);
-int ZMPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status);
-int ZMPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status);
-int ZMPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request);
-int ZMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+ZMPI_API int ZMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
+ZMPI_API int ZMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+ZMPI_API int ZMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status);
+ZMPI_API int ZMPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status);
+ZMPI_API int ZMPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status);
+ZMPI_API int ZMPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request);
+ZMPI_API int ZMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
 
 /* Errors. zmpi raises what it detects itself - a malformed setting, ranks
  * whose settings differ, a message with more elements than the receive
@@ -211,37 +212,37 @@ int ZMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
  * MPI_ERR_TRUNCATE, MPI_ERR_TYPE, MPI_ERR_OTHER for disagreeing settings
  * and undecodable messages, MPI_ERR_REQUEST), and MPI's class for MPI's
  * own codes. */
-int ZMPI_Error_class(int errorcode, int *errorclass);
+ZMPI_API int ZMPI_Error_class(int errorcode, int *errorclass);
 
 /* ---- collectives ---- */
-int ZMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
-int ZMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
-int ZMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
-                  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                  int root, MPI_Comm comm);
-int ZMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
-int ZMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
-                 MPI_Comm comm);
-int ZMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-int ZMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                    const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm);
-int ZMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-int ZMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
-                   MPI_Datatype recvtype, MPI_Comm comm);
-int ZMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
-                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
-int ZMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
-                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
-int ZMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                   MPI_Comm comm);
-int ZMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                int root, MPI_Comm comm);
+ZMPI_API int ZMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+ZMPI_API int ZMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                          int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+ZMPI_API int ZMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                           MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                           int root, MPI_Comm comm);
+ZMPI_API int ZMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                         int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+ZMPI_API int ZMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                          const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                          MPI_Comm comm);
+ZMPI_API int ZMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                            int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+ZMPI_API int ZMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                             const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm);
+ZMPI_API int ZMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                           int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+ZMPI_API int ZMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                            MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
+                            MPI_Datatype recvtype, MPI_Comm comm);
+ZMPI_API int ZMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+ZMPI_API int ZMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+ZMPI_API int ZMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                            MPI_Comm comm);
+ZMPI_API int ZMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                         int root, MPI_Comm comm);
 
 #ifdef __cplusplus
 }

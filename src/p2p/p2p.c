@@ -182,7 +182,7 @@ static int send_prepare(const void *buf, int count, MPI_Datatype type, int peer,
                         int *len, void **owned)
 {
     zmpi_call c;
-    size_t es;
+    size_t es = 0;
     *out = NULL;
     *owned = NULL;
     if (count < 0)
@@ -316,7 +316,7 @@ int ZMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
               MPI_Status *status)
 {
     MPI_Status st;
-    size_t es;
+    size_t es = 0;
     int rc;
     zmpi_p2p_reap();
     if (source == MPI_PROC_NULL || comm == MPI_COMM_NULL)
@@ -351,7 +351,7 @@ static int irecv(void *buf, int count, MPI_Datatype datatype, int source, int ta
 {
     zmpi_p2p_op *op = NULL;
     MPI_Status st;
-    size_t es;
+    size_t es = 0;
     int rc, kept_rc;
     *raised = 0;
     if (!request)
