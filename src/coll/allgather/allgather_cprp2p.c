@@ -49,29 +49,19 @@ int zmpi_allgatherv_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, con
         size_t cap = zmpi_dm_cap(c, (size_t)recvcounts[i]);
         maxcap = cap > maxcap ? cap : maxcap;
     }
-    rc = zmpi_scratch_get(c, maxcap, &sz);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_scratch_get(c, maxcap, &rz);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_scratch_get(c, maxcap, &sz));
+    ZMPI_CHECK(zmpi_scratch_get(c, maxcap, &rz));
     for (int s = 0; s < size - 1; s++) {
         int sb = (rank - s + size) % size, rb = (rank - s - 1 + size) % size;
         size_t ns = (size_t)recvcounts[sb], nr = (size_t)recvcounts[rb], len = 0;
         char *sdata = (char *)recvbuf + (ptrdiff_t)displs[sb] * (ptrdiff_t)c->es;
         char *rdata = (char *)recvbuf + (ptrdiff_t)displs[rb] * (ptrdiff_t)c->es;
-        rc = zmpi_dm_vrecv_post(c, &in, rz, zmpi_dm_cap(c, nr), left, ZMPI_TAG_ALLGATHER);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_compress(c, sdata, ns, sz, maxcap, &len); /* again, for every hop */
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_isend_var(c, sz, len, zmpi_dm_cap(c, ns), right, ZMPI_TAG_ALLGATHER, &lenbuf, &r);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_vrecv_wait(c, &in);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_decompress(c, rz, in.len, rdata, nr);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_waitall(&r);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_dm_vrecv_post(c, &in, rz, zmpi_dm_cap(c, nr), left, ZMPI_TAG_ALLGATHER));
+        ZMPI_CHECK(zmpi_dm_compress(c, sdata, ns, sz, maxcap, &len)); /* again, for every hop */
+        ZMPI_CHECK(zmpi_dm_isend_var(c, sz, len, zmpi_dm_cap(c, ns), right, ZMPI_TAG_ALLGATHER, &lenbuf, &r));
+        ZMPI_CHECK(zmpi_dm_vrecv_wait(c, &in));
+        ZMPI_CHECK(zmpi_dm_decompress(c, rz, in.len, rdata, nr));
+        ZMPI_CHECK(zmpi_dm_waitall(&r));
     }
 fn_exit:
     zmpi_dm_reqs_free(&r);

@@ -1,5 +1,6 @@
 /*
- * Allgather(v), ring, compress once (each block compressed once at its origin, decompressed once at its destination).
+ * Allgather(v), ring, compress once (each block compressed once at its origin, decompressed once at its
+ * destination).
  *
  * Every rank compresses its own block once (Z_r); one small allgather of
  * integers tells every rank the size of every Z; then N-1 ring steps forward
@@ -103,21 +104,16 @@ int zmpi_allgatherv_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const
 
     if (size < 2)
         goto fn_exit;
-    rc = ag_prologue(&s, sendbuf);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(ag_prologue(&s, sendbuf));
     for (int st = 0; st < size - 1; st++) {
         int sb = (rank - st + size) % size, rb = (rank - st - 1 + size) % size;
-        rc = zmpi_dm_irecv(c, s.z + s.off[rb], s.off[rb + 1] - s.off[rb], left, ZMPI_TAG_ALLGATHER, &r);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_isend(c, s.z + s.off[sb], s.off[sb + 1] - s.off[sb], right, ZMPI_TAG_ALLGATHER, &r);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(
+            zmpi_dm_irecv(c, s.z + s.off[rb], s.off[rb + 1] - s.off[rb], left, ZMPI_TAG_ALLGATHER, &r));
+        ZMPI_CHECK(
+            zmpi_dm_isend(c, s.z + s.off[sb], s.off[sb + 1] - s.off[sb], right, ZMPI_TAG_ALLGATHER, &r));
         if (prev >= 0) /* the block of the previous step, while this one travels */
             ag_decompress(&s, prev);
-        rc = zmpi_dm_waitall(&r);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_dm_waitall(&r));
         prev = rb;
     }
     if (prev >= 0)

@@ -56,15 +56,20 @@
 #include "coll/common/halving.h"
 #include "coll/common/movement.h"
 #include "coll/common/rdb.h"
+#include "coll/common/reduce_steps.h"
 #include "coll/common/ring.h"
 
+/* A rank's part: member v of p (-1: an even rank of a pair, outside the
+ * power-of-two group), rem pairs; the result vector res cut into p blocks;
+ * off[0..p] the members' streams in z (phase 2). */
 typedef struct rhd_state {
     zmpi_call *c;
-    unsigned char *res;       /* the result vector */
-    const size_t *counts, *displs;
-    unsigned char *z;
-    const size_t *off;
-    int corrupt;
+    unsigned char *res; /* the result vector */
+    size_t *counts, *displs, *off;
+    unsigned char *z, *mine;
+    size_t mylen;
+    int *ranks;
+    int p, rem, v, corrupt;
 } rhd_state;
 
 static int rhd_decompress(void *arg, int first, int n)
@@ -77,102 +82,108 @@ static int rhd_decompress(void *arg, int first, int n)
     return MPI_SUCCESS;
 }
 
+/* Members and pairs (s->p set): the first 2*rem ranks pair up (2i, 2i+1),
+ * the odd one is member i; ranks >= 2*rem are members r - rem. */
+static int rhd_members(rhd_state *s, int n, int r)
+{
+    int rc = MPI_SUCCESS;
+    s->rem = n - s->p;
+    if (r < 2 * s->rem)
+        s->v = r % 2 ? r / 2 : -1;
+    else
+        s->v = r - s->rem;
+    ZMPI_CHECK(zmpi_alloc((size_t)s->p * sizeof *s->ranks, &s->ranks));
+    ZMPI_CHECK(zmpi_alloc(((size_t)s->p + 1) * sizeof *s->off, &s->off));
+    for (int i = 0; i < s->p; i++)
+        s->ranks[i] = i < s->rem ? 2 * i + 1 : i + s->rem;
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+/* Phase 1 of a member: recursive halving, then its reduced block
+ * compressed once. */
+static int rhd_reduce(rhd_state *s, MPI_Op op)
+{
+    zmpi_call *c = s->c;
+    int rc = MPI_SUCCESS, v = s->v;
+    size_t cap = zmpi_dm_cap(c, s->counts[v]);
+    ZMPI_CHECK(zmpi_halving_reduce_scatter(c, s->res, s->displs, s->p, v, s->ranks, op, ZMPI_TAG_ALLREDUCE,
+                                           &s->corrupt));
+    ZMPI_CHECK(zmpi_scratch_get(c, cap ? cap : 1, &s->mine));
+    ZMPI_CHECK(zmpi_dm_compress(c, s->res + s->displs[v] * c->es, s->counts[v], s->mine, cap, &s->mylen));
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+/* Phase 2: the members' streams by recursive doubling, decompressed by
+ * every member; the odd rank of a pair forwards them all to its even
+ * partner, which decompresses them as well. */
+static int rhd_spread(rhd_state *s, int r)
+{
+    zmpi_call *c = s->c;
+    int rc = MPI_SUCCESS, p = s->p;
+    zmpi_dm_reqs q = {0};
+    ZMPI_CHECK(zmpi_rdb_layout(c, s->mine, s->mylen, p, s->v, s->ranks, s->off, &s->z));
+    if (s->v < 0) {
+        ZMPI_CHECK(zmpi_dm_recv(c, s->z, s->off[p], r + 1, ZMPI_TAG_ALLREDUCE));
+        rhd_decompress(s, 0, p);
+        goto fn_exit;
+    }
+    ZMPI_CHECK(zmpi_rdb_allgather(c, s->z, s->off, p, s->v, s->ranks, ZMPI_TAG_ALLREDUCE, rhd_decompress, s));
+    if (s->rem > 0 && r < 2 * s->rem) { /* to the even partner */
+        ZMPI_CHECK(zmpi_dm_isend(c, s->z, s->off[p], r - 1, ZMPI_TAG_ALLREDUCE, &q));
+        ZMPI_CHECK(zmpi_dm_waitall(&q));
+    }
+fn_exit:
+    zmpi_dm_reqs_free(&q);
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
 int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op)
 {
     zmpi_call_ran(c, ZMPI_ALLREDUCE_RHD);
-    int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size, r = c->rank;
-    int p = 1, rem, v, *ranks = NULL;
+    int rc = MPI_SUCCESS, r = c->rank, go = 0;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    unsigned char *acc = recvbuf, *z = NULL, *mine = NULL;
-    size_t *counts = NULL, *displs = NULL, *off = NULL, es = c->es;
-    size_t mylen = 0;
+    rhd_state s;
 
-    if (count == 0)
+    memset(&s, 0, sizeof s);
+    s.c = c;
+    s.res = recvbuf;
+    s.p = 1; /* the largest power of two <= N */
+    while (s.p * 2 <= c->size)
+        s.p *= 2;
+    ZMPI_CHECK(zmpi_reduce_begin(c, in, recvbuf, count, s.p, (double)c->size, &s.counts, &s.displs, &go));
+    if (!go)
         goto fn_exit;
-    if (in != recvbuf)
-        memcpy(recvbuf, in, count * es);
-    if (n == 1)
-        goto fn_exit;
-    while (p * 2 <= n) {
-        p *= 2;
-    }
-    rem = n - p;
-    rc = zmpi_call_bound(c, (double)n, recvbuf, count);
-    if (rc)
-        goto fn_fail;
-    if (r < 2 * rem)
-        v = r % 2 ? r / 2 : -1;
-    else
-        v = r - rem;
-    rc = zmpi_alloc((size_t)p * sizeof *counts, &counts);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc(((size_t)p + 1) * sizeof *displs, &displs);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)p * sizeof *ranks, &ranks);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc(((size_t)p + 1) * sizeof *off, &off);
-    if (rc)
-        goto fn_fail;
-    zmpi_blocks_even(count, p, counts, displs);
-    displs[p] = count;
-    for (int i = 0; i < p; i++)
-        ranks[i] = i < rem ? 2 * i + 1 : i + rem;
-
+    ZMPI_CHECK(rhd_members(&s, c->size, r));
+    if (in != recvbuf) /* reduced in place from here on */
+        memcpy(recvbuf, in, count * c->es);
     /* pairing: even ranks below 2*rem hand their input to their odd partner */
-    if (rem > 0 && r < 2 * rem) {
-        if (v < 0) /* send the whole vector; receive nothing */
-            rc = zmpi_reduce_exchange(c, acc, 0, count, 0, 0, r + 1, op, ZMPI_TAG_ALLREDUCE, &corrupt);
+    if (s.rem > 0 && r < 2 * s.rem) {
+        if (s.v < 0) /* send the whole vector; receive nothing */
+            ZMPI_CHECK(
+                zmpi_reduce_exchange(c, s.res, 0, count, 0, 0, r + 1, op, ZMPI_TAG_ALLREDUCE, &s.corrupt));
         else
-            rc = zmpi_reduce_exchange(c, acc, 0, 0, 0, count, r - 1, op, ZMPI_TAG_ALLREDUCE, &corrupt);
-        if (rc)
-            goto fn_fail;
+            ZMPI_CHECK(
+                zmpi_reduce_exchange(c, s.res, 0, 0, 0, count, r - 1, op, ZMPI_TAG_ALLREDUCE, &s.corrupt));
     }
-
-    if (v >= 0) {
-        /* phase 1: recursive halving */
-        rc = zmpi_halving_reduce_scatter(c, acc, displs, p, v, ranks, op, ZMPI_TAG_ALLREDUCE, &corrupt);
-        if (rc)
-            goto fn_fail;
-        /* phase 2: compress the own block once */
-        size_t cap = zmpi_dm_cap(c, counts[v]);
-        rc = zmpi_scratch_get(c, cap ? cap : 1, &mine);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_compress(c, acc + displs[v] * es, counts[v], mine, cap, &mylen);
-        if (rc)
-            goto fn_fail;
-    }
-    rc = zmpi_rdb_layout(c, mine, mylen, p, v, ranks, off, &z);
-    if (rc)
-        goto fn_fail;
-    {
-        rhd_state s = {c, acc, counts, displs, z, off, MPI_SUCCESS};
-        if (v >= 0) {
-            rc = zmpi_rdb_allgather(c, z, off, p, v, ranks, ZMPI_TAG_ALLREDUCE, rhd_decompress, &s);
-            if (rc == MPI_SUCCESS && rem > 0 && r < 2 * rem) { /* to the even partner */
-                zmpi_dm_reqs q = {0};
-                rc = zmpi_dm_isend(c, z, off[p], r - 1, ZMPI_TAG_ALLREDUCE, &q);
-                if (rc == MPI_SUCCESS)
-                    rc = zmpi_dm_waitall(&q);
-                zmpi_dm_reqs_free(&q);
-            }
-        } else {
-            rc = zmpi_dm_recv(c, z, off[p], r + 1, ZMPI_TAG_ALLREDUCE);
-            if (rc == MPI_SUCCESS)
-                rhd_decompress(&s, 0, p);
-        }
-        if (s.corrupt)
-            corrupt = s.corrupt;
-    }
-    if (rc)
-        goto fn_fail;
-    rc = corrupt;
+    if (s.v >= 0)
+        ZMPI_CHECK(rhd_reduce(&s, op));
+    ZMPI_CHECK(rhd_spread(&s, r));
+    rc = s.corrupt;
 fn_exit:
-    free(counts);
-    free(displs);
-    free(ranks);
-    free(off);
-    zmpi_scratch_put(c, z);
-    zmpi_scratch_put(c, mine);
+    free(s.counts);
+    free(s.displs);
+    free(s.ranks);
+    free(s.off);
+    zmpi_scratch_put(c, s.z);
+    zmpi_scratch_put(c, s.mine);
     return rc;
 fn_fail:
     goto fn_exit;

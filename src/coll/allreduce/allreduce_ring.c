@@ -1,6 +1,8 @@
 /*
  * Ring Allreduce = ring Reduce_scatter (reduce_scatter_ring.c) + ring
  * Allgather of compress-once blocks (pieces compressed while in flight; blocks compressed once).
+ * Both phases run in zmpi_ring_allreduce (coll/common/reduce_steps.c; the
+ * allgather is zmpi_ring_allgather of coll/common/ring.c, per_hop 0).
  *
  * The vector is cut into N even blocks (the first count % N one element
  * longer). Phase 1 leaves the fully reduced block r at rank r, each partial
@@ -36,121 +38,11 @@
  * result is written), count 0 (nothing), count < N (empty blocks send no
  * message), count not divisible by N, one rank (copy), any N.
  */
-#include <stdlib.h>
-#include <string.h>
-
 #include "coll/allreduce/allreduce.h"
-#include "coll/common/ring.h"
-#include "coll/reduce_scatter/reduce_scatter.h"
-
-/* Ring allgather of compressed blocks: block c->rank of buf is the owner's
- * exact block on entry; on return every block holds the decompression of
- * its owner's stream. Corrupt streams set *corrupt and do not stop the ring. */
-static int allgather_once(zmpi_call *c, void *buf, const size_t *counts, const size_t *displs,
-                          int tag, int *corrupt)
-{
-    int rc = MPI_SUCCESS, n = c->size, r = c->rank, left = (r - 1 + n) % n, right = (r + 1) % n;
-    int dec = r;
-    size_t es = c->es;
-    unsigned char *b = buf;
-    zmpi_pieces *z = NULL;
-    zmpi_xchg x = {0};
-
-    rc = zmpi_alloc((size_t)n * sizeof *z, &z);
-    if (rc)
-        goto fn_fail;
-    memset(z, 0, (size_t)n * sizeof *z);
-    for (int k = 0; k < n; k++) {
-        rc = zmpi_pieces_layout(c, &z[k], counts[k]);
-        if (rc)
-            goto fn_fail;
-    }
-    for (int s = 0; s < n - 1; s++) {
-        int ob = (r - s + n) % n, ib = (r - s - 1 + n) % n;
-        rc = zmpi_xchg_start(c, &x, tag, left, &z[ib], right, &z[ob]);
-        if (rc)
-            goto fn_fail;
-        for (size_t j = 0; j < z[ob].n; j++) {
-            if (s == 0) {
-                rc = zmpi_pieces_compress(c, &z[ob], j, b + displs[ob] * es);
-                if (rc)
-                    goto fn_fail;
-            } else {
-                zmpi_stat_sent(c, zmpi_pieces_count(&z[ob], j) * es, (size_t)z[ob].len[j]);
-            }
-            rc = zmpi_xchg_send(&x, j);
-            if (rc)
-                goto fn_fail;
-            if (s == 0) {
-                rc = zmpi_xchg_poll(&x);
-                if (rc)
-                    goto fn_fail;
-            }
-        }
-        /* step 0: the own block (all its pieces are compressed by now);
-         * later steps: the block received in the previous step */
-        dec = s == 0 ? r : ob;
-        for (size_t j = 0; j < z[dec].n; j++) {
-            if (zmpi_pieces_decompress(c, &z[dec], j, b + displs[dec] * es))
-                *corrupt = MPI_ERR_OTHER;
-            rc = zmpi_xchg_poll(&x);
-            if (rc)
-                goto fn_fail;
-        }
-        rc = zmpi_xchg_wait(&x);
-        if (rc)
-            goto fn_fail;
-        dec = ib;
-    }
-    for (size_t j = 0; j < z[dec].n; j++)
-        if (zmpi_pieces_decompress(c, &z[dec], j, b + displs[dec] * es))
-            *corrupt = MPI_ERR_OTHER;
-fn_exit:
-    zmpi_xchg_free(&x);
-    for (int k = 0; z && k < n; k++)
-        zmpi_pieces_free(c, &z[k]);
-    free(z);
-    return rc;
-fn_fail:
-    goto fn_exit;
-}
+#include "coll/common/reduce_steps.h"
 
 int zmpi_allreduce_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op)
 {
     zmpi_call_ran(c, ZMPI_ALLREDUCE_RING);
-    int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size, r = c->rank;
-    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    size_t *counts = NULL, *displs = NULL, es = c->es;
-
-    if (count == 0)
-        goto fn_exit;
-    if (n == 1) {
-        if (in != recvbuf)
-            memcpy(recvbuf, in, count * es);
-        goto fn_exit;
-    }
-    rc = zmpi_alloc((size_t)n * sizeof *counts, &counts);
-    if (rc)
-        goto fn_fail;
-    rc = zmpi_alloc((size_t)n * sizeof *displs, &displs);
-    if (rc)
-        goto fn_fail;
-    zmpi_blocks_even(count, n, counts, displs);
-    rc = zmpi_call_bound(c, (double)n, in, count);
-    if (rc)
-        goto fn_fail;
-    rc = zmpi_ring_reduce_scatter(c, in, (unsigned char *)recvbuf + displs[r] * es, counts, displs, op,
-                                  ZMPI_TAG_ALLREDUCE, &corrupt);
-    if (rc)
-        goto fn_fail;
-    rc = allgather_once(c, recvbuf, counts, displs, ZMPI_TAG_ALLREDUCE, &corrupt);
-    if (rc)
-        goto fn_fail;
-    rc = corrupt;
-fn_exit:
-    free(counts);
-    free(displs);
-    return rc;
-fn_fail:
-    goto fn_exit;
+    return zmpi_ring_allreduce(c, sendbuf, recvbuf, count, op, 0); /* coll/common/reduce_steps.c */
 }

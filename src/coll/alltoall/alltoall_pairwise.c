@@ -1,5 +1,6 @@
 /*
- * Alltoall(v), pairwise exchange, compress once (each block compressed once at its origin, decompressed once at its destination).
+ * Alltoall(v), pairwise exchange, compress once (each block compressed once at its origin, decompressed once
+ * at its destination).
  *
  * Step s = 1 .. N-1: rank r sends Z_(r→r+s) to r+s and receives
  * Z_(r-s→r) from r-s. 4 ranks:
@@ -80,13 +81,40 @@ static int start(pw *p, int s)
     return rc;
 }
 
+/* The buffers (the outgoing streams' worst cases, two receive slots) and
+ * step 1 started; in place, every outgoing block is compressed first,
+ * before anything lands. */
+static int pw_setup(pw *p, int in_place)
+{
+    zmpi_call *c = p->c;
+    int rc = MPI_SUCCESS, size = c->size;
+    size_t total = 0;
+    for (int j = 0; j < size; j++) {
+        if (j == c->rank)
+            continue;
+        size_t rcap = zmpi_dm_cap(c, (size_t)p->recvcounts[j]);
+        total += zmpi_dm_cap(c, (size_t)p->sendcounts[j]);
+        p->maxr = rcap > p->maxr ? rcap : p->maxr;
+    }
+    ZMPI_CHECK(zmpi_scratch_get(c, total, &p->out));
+    ZMPI_CHECK(zmpi_scratch_get(c, 2 * p->maxr, &p->slot));
+    ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *p->ooff, &p->ooff));
+    ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *p->olen, &p->olen));
+    ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *p->lenbuf, &p->lenbuf));
+    ZMPI_CHECK(compress_upto(p, in_place ? size - 1 : 1));
+    ZMPI_CHECK(start(p, 1));
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
 int zmpi_alltoallv_pairwise(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *sdispls,
                             void *recvbuf, const int *recvcounts, const int *rdispls)
 {
     zmpi_call_ran(c, ZMPI_ALLTOALL_PAIRWISE);
     int rc = MPI_SUCCESS, drc = MPI_SUCCESS, size = c->size, rank = c->rank;
     int in_place = sendbuf == MPI_IN_PLACE;
-    size_t total = 0;
     pw p;
 
     memset(&p, 0, sizeof p);
@@ -111,48 +139,20 @@ int zmpi_alltoallv_pairwise(zmpi_call *c, const void *sendbuf, const int *sendco
     }
     if (size < 2)
         goto fn_done;
-    for (int j = 0; j < size; j++) {
-        if (j == rank)
-            continue;
-        size_t rcap = zmpi_dm_cap(c, (size_t)recvcounts[j]);
-        total += zmpi_dm_cap(c, (size_t)sendcounts[j]);
-        p.maxr = rcap > p.maxr ? rcap : p.maxr;
-    }
-    rc = zmpi_scratch_get(c, total, &p.out);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_scratch_get(c, 2 * p.maxr, &p.slot);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)size * sizeof *p.ooff, &p.ooff);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)size * sizeof *p.olen, &p.olen);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)size * sizeof *p.lenbuf, &p.lenbuf);
-    if (rc == MPI_SUCCESS) /* in place: every outgoing block before anything lands */
-        rc = compress_upto(&p, in_place ? size - 1 : 1);
-    if (rc == MPI_SUCCESS)
-        rc = start(&p, 1);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(pw_setup(&p, in_place));
     for (int s = 1; s < size; s++) {
         int src = (rank - s + size) % size;
         if (s + 1 < size) { /* step s+1 goes out while step s arrives */
-            rc = compress_upto(&p, s + 1);
-            if (rc == MPI_SUCCESS)
-                rc = start(&p, s + 1);
-            if (rc)
-                goto fn_fail;
+            ZMPI_CHECK(compress_upto(&p, s + 1));
+            ZMPI_CHECK(start(&p, s + 1));
         }
-        rc = zmpi_dm_vrecv_wait(c, &p.in[s % 2]);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_dm_vrecv_wait(c, &p.in[s % 2]));
         int e = zmpi_dm_decompress(c, p.in[s % 2].buf, p.in[s % 2].len,
                                    (char *)recvbuf + (ptrdiff_t)rdispls[src] * (ptrdiff_t)c->es,
                                    (size_t)recvcounts[src]);
         drc = drc ? drc : e;
     }
-    rc = zmpi_dm_waitall(&p.sr);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_dm_waitall(&p.sr));
 fn_done:
     rc = drc;
 fn_exit:

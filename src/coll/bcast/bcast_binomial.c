@@ -1,5 +1,6 @@
 /*
- * Bcast, binomial tree, compress once (each block compressed once at its origin, decompressed once at its destination).
+ * Bcast, binomial tree, compress once (each block compressed once at its origin, decompressed once at its
+ * destination).
  *
  * Virtual ranks v = (rank - root) mod N, 8 ranks (the root is v = 0):
  *
@@ -42,32 +43,24 @@ int zmpi_bcast_binomial(zmpi_call *c, void *buf, size_t count, int root)
 
     if (count == 0 || size < 2)
         goto fn_exit;
-    rc = zmpi_scratch_get(c, cap, &z);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_scratch_get(c, cap, &z));
     if (v == 0) {
-        rc = zmpi_dm_compress(c, buf, count, z, cap, &len);
+        ZMPI_CHECK(zmpi_dm_compress(c, buf, count, z, cap, &len));
     } else {
         int parent = zmpi_dm_real(v - zmpi_dm_lowbit(v, size), root, size);
-        rc = zmpi_dm_vrecv_post(c, &in, z, cap, parent, ZMPI_TAG_BCAST);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_vrecv_wait(c, &in);
+        ZMPI_CHECK(zmpi_dm_vrecv_post(c, &in, z, cap, parent, ZMPI_TAG_BCAST));
+        ZMPI_CHECK(zmpi_dm_vrecv_wait(c, &in));
         len = in.len;
     }
-    if (rc)
-        goto fn_fail;
     for (int m = zmpi_dm_lowbit(v, size) >> 1; m > 0; m >>= 1) {
         if (v + m >= size)
             continue;
-        rc = zmpi_dm_isend_var(c, z, len, cap, zmpi_dm_real(v + m, root, size), ZMPI_TAG_BCAST, &lenbuf, &r);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(
+            zmpi_dm_isend_var(c, z, len, cap, zmpi_dm_real(v + m, root, size), ZMPI_TAG_BCAST, &lenbuf, &r));
     }
     if (v != 0)
         drc = zmpi_block_decompress(c, z, len, buf, count); /* overlaps the forwarding */
-    rc = zmpi_dm_waitall(&r);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_dm_waitall(&r));
     rc = drc;
 fn_exit:
     zmpi_dm_reqs_free(&r);

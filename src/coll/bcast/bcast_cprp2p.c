@@ -43,33 +43,22 @@ int zmpi_bcast_cprp2p(zmpi_call *c, void *buf, size_t count, int root)
 
     if (count == 0 || size < 2)
         goto fn_exit;
-    rc = zmpi_scratch_get(c, cap, &z);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_scratch_get(c, cap, &z));
     if (v != 0) {
-        rc = zmpi_dm_vrecv_post(c, &in, z, cap, zmpi_dm_real(v - low, root, size), ZMPI_TAG_BCAST);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_vrecv_wait(c, &in);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_block_decompress(c, z, in.len, buf, count);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_dm_vrecv_post(c, &in, z, cap, zmpi_dm_real(v - low, root, size), ZMPI_TAG_BCAST));
+        ZMPI_CHECK(zmpi_dm_vrecv_wait(c, &in));
+        ZMPI_CHECK(zmpi_block_decompress(c, z, in.len, buf, count));
     }
     if (leaf)
         goto fn_exit;
-    rc = zmpi_dm_compress(c, buf, count, z, cap, &len); /* recompress what this rank holds */
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_dm_compress(c, buf, count, z, cap, &len)); /* recompress what this rank holds */
     for (int m = low >> 1; m > 0; m >>= 1) {
         if (v + m >= size)
             continue;
-        rc = zmpi_dm_isend_var(c, z, len, cap, zmpi_dm_real(v + m, root, size), ZMPI_TAG_BCAST, &lenbuf, &r);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(
+            zmpi_dm_isend_var(c, z, len, cap, zmpi_dm_real(v + m, root, size), ZMPI_TAG_BCAST, &lenbuf, &r));
     }
-    rc = zmpi_dm_waitall(&r);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_dm_waitall(&r));
 fn_exit:
     zmpi_dm_reqs_free(&r);
     zmpi_scratch_put(c, z);

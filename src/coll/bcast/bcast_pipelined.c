@@ -55,56 +55,46 @@ int zmpi_bcast_pipelined(zmpi_call *c, void *buf, size_t count, int root)
     nchunks = count / chunk + (count % chunk != 0);
     capfull = zmpi_dm_cap(c, count < chunk ? count : chunk);
     total = (nchunks - 1) * capfull + zmpi_dm_cap(c, count - (nchunks - 1) * chunk);
-    rc = zmpi_scratch_get(c, total, &z);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_scratch_get(c, total, &z));
 
 #define FIRST(k) ((k)*chunk)
 #define NELEM(k) ((k) + 1 < nchunks ? chunk : count - (k)*chunk)
 #define SLOT(k) (z + (k)*capfull)
     if (v != 0) {
         for (size_t k = 0; k < nchunks && k < WINDOW; k++) {
-            rc = zmpi_dm_vrecv_post(c, &in[k], SLOT(k), zmpi_dm_cap(c, NELEM(k)), parent, ZMPI_TAG_BCAST);
-            if (rc)
-                goto fn_fail;
+            ZMPI_CHECK(
+                zmpi_dm_vrecv_post(c, &in[k], SLOT(k), zmpi_dm_cap(c, NELEM(k)), parent, ZMPI_TAG_BCAST));
         }
     }
     for (size_t k = 0; k < nchunks; k++) {
         size_t w = k % WINDOW, len = 0, cap = zmpi_dm_cap(c, NELEM(k));
         void *dst = (char *)buf + FIRST(k) * c->es;
         if (v == 0) {
-            rc = zmpi_dm_compress(c, dst, NELEM(k), SLOT(k), cap, &len);
+            ZMPI_CHECK(zmpi_dm_compress(c, dst, NELEM(k), SLOT(k), cap, &len));
         } else {
-            rc = zmpi_dm_vrecv_wait(c, &in[w]);
+            ZMPI_CHECK(zmpi_dm_vrecv_wait(c, &in[w]));
             len = in[w].len;
-            if (rc == MPI_SUCCESS && k + WINDOW < nchunks)
-                rc = zmpi_dm_vrecv_post(c, &in[w], SLOT(k + WINDOW), zmpi_dm_cap(c, NELEM(k + WINDOW)),
-                                        parent, ZMPI_TAG_BCAST);
+            if (k + WINDOW < nchunks)
+                ZMPI_CHECK(zmpi_dm_vrecv_post(c, &in[w], SLOT(k + WINDOW), zmpi_dm_cap(c, NELEM(k + WINDOW)),
+                                              parent, ZMPI_TAG_BCAST));
         }
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_waitall(&sreq[w]); /* the sends of chunk k - WINDOW */
-        for (int m = zmpi_dm_lowbit(v, size) >> 1; rc == MPI_SUCCESS && m > 0; m >>= 1)
+        ZMPI_CHECK(zmpi_dm_waitall(&sreq[w])); /* the sends of chunk k - WINDOW */
+        for (int m = zmpi_dm_lowbit(v, size) >> 1; m > 0; m >>= 1)
             if (v + m < size)
-                rc = zmpi_dm_isend_var(c, SLOT(k), len, cap, zmpi_dm_real(v + m, root, size), ZMPI_TAG_BCAST,
-                                       &lenbuf[w], &sreq[w]);
-        if (rc)
-            goto fn_fail;
+                ZMPI_CHECK(zmpi_dm_isend_var(c, SLOT(k), len, cap, zmpi_dm_real(v + m, root, size),
+                                             ZMPI_TAG_BCAST, &lenbuf[w], &sreq[w]));
         if (v != 0) {
             int e = zmpi_block_decompress(c, SLOT(k), len, dst, NELEM(k));
             drc = drc ? drc : e;
         }
-        for (int i = 0; rc == MPI_SUCCESS && i < WINDOW; i++)
-            rc = zmpi_dm_progress(&sreq[i]);
-        if (rc)
-            goto fn_fail;
+        for (int i = 0; i < WINDOW; i++)
+            ZMPI_CHECK(zmpi_dm_progress(&sreq[i]));
     }
 #undef FIRST
 #undef NELEM
 #undef SLOT
-    for (int i = 0; rc == MPI_SUCCESS && i < WINDOW; i++)
-        rc = zmpi_dm_waitall(&sreq[i]);
-    if (rc)
-        goto fn_fail;
+    for (int i = 0; i < WINDOW; i++)
+        ZMPI_CHECK(zmpi_dm_waitall(&sreq[i]));
     rc = drc;
 fn_exit:
     for (int i = 0; i < WINDOW; i++)

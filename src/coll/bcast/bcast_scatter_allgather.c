@@ -61,91 +61,105 @@ static int sa_arrived(void *arg, int first, int n)
     return MPI_SUCCESS;
 }
 
-int zmpi_bcast_scatter_allgather(zmpi_call *c, void *buf, size_t count, int root)
+/* The root: piece i compressed once into *z (scratch), back to back,
+ * sizes[i] its stream size. */
+static int sa_compress(zmpi_call *c, const void *buf, size_t base, size_t extra, uint64_t *sizes,
+                       unsigned char **z)
 {
-    zmpi_call_ran(c, ZMPI_BCAST_SCATTER_ALLGATHER);
-    int rc = MPI_SUCCESS, drc = MPI_SUCCESS, n = c->size, me = c->rank;
-    uint64_t *sizes = NULL;
-    int *cnt = NULL, *dsp = NULL;
-    unsigned char *z = NULL;
-    size_t base = count / (size_t)n, extra = count % (size_t)n;
-
-    rc = zmpi_alloc((size_t)n * sizeof *sizes, &sizes);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)n * sizeof *cnt, &cnt);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)n * sizeof *dsp, &dsp);
-    if (rc)
-        goto fn_fail;
-
-    if (me == root) {
-        size_t cap = 0, pos = 0, off = 0;
-        for (int i = 0; i < n; i++)
-            cap += zmpi_block_max(c, base + ((size_t)i < extra));
-        rc = zmpi_scratch_get(c, cap, &z);
-        if (rc)
+    int rc = MPI_SUCCESS, n = c->size;
+    size_t cap = 0, pos = 0, off = 0;
+    for (int i = 0; i < n; i++)
+        cap += zmpi_block_max(c, base + ((size_t)i < extra));
+    ZMPI_CHECK(zmpi_scratch_get(c, cap, z));
+    for (int i = 0; i < n; i++) {
+        size_t m = base + ((size_t)i < extra);
+        ptrdiff_t len = zmpi_block_compress(c, (const char *)buf + off * c->es, m, *z + pos, cap - pos);
+        if (len < 0) {
+            rc = MPI_ERR_OTHER; /* cannot happen: cap is the worst case */
             goto fn_fail;
-        for (int i = 0; i < n; i++) {
-            size_t m = base + ((size_t)i < extra);
-            ptrdiff_t len = zmpi_block_compress(c, (const char *)buf + off * c->es, m, z + pos, cap - pos);
-            if (len < 0) {
-                rc = MPI_ERR_OTHER; /* cannot happen: cap is the worst case */
-                goto fn_fail;
-            }
-            sizes[i] = (uint64_t)len;
-            pos += (size_t)len;
-            off += m;
         }
+        sizes[i] = (uint64_t)len;
+        pos += (size_t)len;
+        off += m;
     }
-    rc = PMPI_Bcast(sizes, n, MPI_UINT64_T, root, c->comm);
-    if (rc)
-        goto fn_fail;
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+/* MPI's int counts and displacements of the streams; returns their total,
+ * INT_MAX + 1 if they do not fit (the same on all ranks). */
+static uint64_t sa_layout(const uint64_t *sizes, int n, int *cnt, int *dsp)
+{
     uint64_t total = 0;
     for (int i = 0; i < n; i++) {
-        if (sizes[i] > (uint64_t)INT_MAX || total > (uint64_t)INT_MAX - sizes[i]) {
-            total = (uint64_t)INT_MAX + 1; /* beyond int displacements: same decision on all ranks */
-            break;
-        }
+        if (sizes[i] > (uint64_t)INT_MAX || total > (uint64_t)INT_MAX - sizes[i])
+            return (uint64_t)INT_MAX + 1; /* beyond int displacements */
         dsp[i] = (int)total;
         cnt[i] = (int)sizes[i];
         total += sizes[i];
     }
-    if (total > (uint64_t)INT_MAX) {
+    return total;
+}
+
+/* The allgather of the scattered streams (total bytes): recursive doubling
+ * for a power-of-two N (log2 N steps, decompressing while the next
+ * travels), else MPI's Allgatherv, then decompression (non-root ranks). */
+static int sa_allgather(sa_state *s, uint64_t total, int root)
+{
+    zmpi_call *c = s->c;
+    int rc = MPI_SUCCESS, n = c->size, me = c->rank;
+    size_t *off = NULL;
+    if (!zmpi_is_pow2(n)) {
+        ZMPI_CHECK(
+            PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, s->z, s->cnt, s->dsp, MPI_BYTE, c->comm));
+        if (me != root)
+            sa_arrived(s, 0, n);
+        goto fn_exit;
+    }
+    ZMPI_CHECK(zmpi_alloc(((size_t)n + 1) * sizeof *off, &off));
+    for (int i = 0; i < n; i++)
+        off[i] = (size_t)s->dsp[i];
+    off[n] = (size_t)total;
+    ZMPI_CHECK(
+        zmpi_rdb_allgather(c, s->z, off, n, me, NULL, ZMPI_TAG_BCAST, me == root ? NULL : sa_arrived, s));
+fn_exit:
+    free(off);
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+int zmpi_bcast_scatter_allgather(zmpi_call *c, void *buf, size_t count, int root)
+{
+    zmpi_call_ran(c, ZMPI_BCAST_SCATTER_ALLGATHER);
+    int rc = MPI_SUCCESS, n = c->size, me = c->rank;
+    uint64_t *sizes = NULL, total = 0;
+    int *cnt = NULL, *dsp = NULL;
+    unsigned char *z = NULL;
+    size_t base = count / (size_t)n, extra = count % (size_t)n;
+
+    ZMPI_CHECK(zmpi_alloc((size_t)n * sizeof *sizes, &sizes));
+    ZMPI_CHECK(zmpi_alloc((size_t)n * sizeof *cnt, &cnt));
+    ZMPI_CHECK(zmpi_alloc((size_t)n * sizeof *dsp, &dsp));
+    if (me == root)
+        ZMPI_CHECK(sa_compress(c, buf, base, extra, sizes, &z));
+    ZMPI_CHECK(PMPI_Bcast(sizes, n, MPI_UINT64_T, root, c->comm));
+    total = sa_layout(sizes, n, cnt, dsp);
+    if (total > (uint64_t)INT_MAX) { /* the same decision on all ranks */
         zmpi_scratch_put(c, z);
         z = NULL;
         rc = zmpi_bcast_binomial(c, buf, count, root);
         goto fn_exit;
     }
-    if (me != root) {
-        rc = zmpi_scratch_get(c, (size_t)total, &z);
-        if (rc)
-            goto fn_fail;
-    }
-    rc = PMPI_Scatterv(z, cnt, dsp, MPI_BYTE, me == root ? MPI_IN_PLACE : (void *)(z + dsp[me]), cnt[me],
-                       MPI_BYTE, root, c->comm);
-    if (rc)
-        goto fn_fail;
+    if (me != root)
+        ZMPI_CHECK(zmpi_scratch_get(c, (size_t)total, &z));
+    ZMPI_CHECK(PMPI_Scatterv(z, cnt, dsp, MPI_BYTE, me == root ? MPI_IN_PLACE : (void *)(z + dsp[me]),
+                             cnt[me], MPI_BYTE, root, c->comm));
     sa_state s = {c, z, buf, cnt, dsp, base, extra, MPI_SUCCESS};
-    if (zmpi_is_pow2(n)) {
-        /* recursive doubling: log2 N steps, decompressing while the next travels */
-        size_t *off = NULL;
-        rc = zmpi_alloc(((size_t)n + 1) * sizeof *off, &off);
-        if (rc == MPI_SUCCESS) {
-            for (int i = 0; i < n; i++)
-                off[i] = (size_t)dsp[i];
-            off[n] = (size_t)total;
-            rc = zmpi_rdb_allgather(c, z, off, n, me, NULL, ZMPI_TAG_BCAST, me == root ? NULL : sa_arrived, &s);
-        }
-        free(off);
-    } else {
-        rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, z, cnt, dsp, MPI_BYTE, c->comm);
-        if (rc == MPI_SUCCESS && me != root)
-            sa_arrived(&s, 0, n);
-    }
-    drc = s.drc;
-    if (rc)
-        goto fn_fail;
-    rc = drc;
+    ZMPI_CHECK(sa_allgather(&s, total, root));
+    rc = s.drc;
 fn_exit:
     zmpi_scratch_put(c, z);
     free(sizes);

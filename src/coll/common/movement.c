@@ -116,9 +116,7 @@ int zmpi_dm_isend_var(const zmpi_call *c, const void *buf, size_t len, size_t ca
     }
     if (cap == 0)
         goto fn_exit; /* both ends know the block is empty: no message */
-    rc = zmpi_dm_reqs_reserve(r, 1);
-    if (rc)
-        goto fn_exit;
+    ZMPI_CHECK(zmpi_dm_reqs_reserve(r, 1));
     if (cap <= ZMPI_DM_PIECE) { /* one message; the receiver reads the size from the status */
         rc = PMPI_Isend(buf, (int)len, MPI_BYTE, dest, tag, c->comm, &r->req[r->n]);
         if (rc == MPI_SUCCESS)
@@ -133,6 +131,8 @@ int zmpi_dm_isend_var(const zmpi_call *c, const void *buf, size_t len, size_t ca
     }
 fn_exit:
     return rc;
+fn_fail:
+    goto fn_exit;
 }
 
 int zmpi_dm_vrecv_post(const zmpi_call *c, zmpi_dm_vrecv *v, void *buf, size_t cap, int src, int tag)
@@ -160,9 +160,7 @@ int zmpi_dm_vrecv_wait(const zmpi_call *c, zmpi_dm_vrecv *v)
     if (!v->active)
         goto fn_exit;
     v->active = 0;
-    rc = PMPI_Wait(&v->req, &st);
-    if (rc)
-        goto fn_exit;
+    ZMPI_CHECK(PMPI_Wait(&v->req, &st));
     if (v->cap <= ZMPI_DM_PIECE) {
         rc = PMPI_Get_count(&st, MPI_BYTE, &n);
         if (rc == MPI_SUCCESS && n < 0)
@@ -178,6 +176,8 @@ int zmpi_dm_vrecv_wait(const zmpi_call *c, zmpi_dm_vrecv *v)
     rc = zmpi_dm_recv(c, v->buf, v->len, v->src, v->tag);
 fn_exit:
     return rc;
+fn_fail:
+    goto fn_exit;
 }
 
 void zmpi_dm_vrecv_drop(zmpi_dm_vrecv *v)
@@ -266,11 +266,8 @@ int zmpi_dm_copy_typed(MPI_Comm comm, const void *src, int scount, MPI_Datatype 
     int rc, psize = 0, ssz = 0, rsz = 0, pos = 0;
     void *pack = NULL;
     size_t bytes;
-    rc = PMPI_Type_size(stype, &ssz);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Type_size(rtype, &rsz);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(PMPI_Type_size(stype, &ssz));
+    ZMPI_CHECK(PMPI_Type_size(rtype, &rsz));
     bytes = (size_t)(scount > 0 ? scount : 0) * (size_t)(ssz > 0 ? ssz : 0);
     if (bytes == 0)
         goto fn_exit;
@@ -286,21 +283,80 @@ int zmpi_dm_copy_typed(MPI_Comm comm, const void *src, int scount, MPI_Datatype 
         rc = MPI_ERR_COUNT;
         goto fn_fail;
     }
-    rc = PMPI_Pack_size(scount, stype, comm, &psize);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)psize, &pack);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Pack(src, scount, stype, pack, psize, &pos, comm);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(PMPI_Pack_size(scount, stype, comm, &psize));
+    ZMPI_CHECK(zmpi_alloc((size_t)psize, &pack));
+    ZMPI_CHECK(PMPI_Pack(src, scount, stype, pack, psize, &pos, comm));
     psize = pos;
     pos = 0;
-    rc = PMPI_Unpack(pack, psize, &pos, dst, (int)(bytes / (size_t)rsz), rtype, comm);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(PMPI_Unpack(pack, psize, &pos, dst, (int)(bytes / (size_t)rsz), rtype, comm));
 fn_exit:
     free(pack);
     return rc;
 fn_fail:
     goto fn_exit;
+}
+
+size_t zmpi_dm_stream_count(const zmpi_call *c, const void *src, size_t len)
+{
+    zmpi_stream_info info;
+    if (len == 0)
+        return 0;
+    if (zmpi_stream_info_get(src, len, &info) != ZMPI_OK || info.dtype != c->dt || info.count > INT_MAX)
+        return SIZE_MAX;
+    return (size_t)info.count;
+}
+
+int zmpi_dm_rehop(zmpi_call *c, const unsigned char *src, size_t len, size_t n, void *tmp, unsigned char *dst,
+                  size_t cap, size_t *olen, int *corrupt)
+{
+    if (n == SIZE_MAX || (n > 0 && zmpi_block_decompress(c, src, len, tmp, n) != MPI_SUCCESS)) {
+        memcpy(dst, src, len);
+        *olen = len;
+        *corrupt = MPI_ERR_OTHER;
+        return MPI_SUCCESS;
+    }
+    return zmpi_dm_compress(c, tmp, n, dst, cap, olen);
+}
+
+int zmpi_dm_recv_bundle(const zmpi_call *c, int n, int src, int tag, uint64_t **dir, size_t **pre,
+                        unsigned char **z)
+{
+    int rc = MPI_SUCCESS;
+    size_t total = 0;
+    ZMPI_CHECK(zmpi_alloc((size_t)n * sizeof **dir, dir));
+    ZMPI_CHECK(zmpi_alloc(((size_t)n + 1) * sizeof **pre, pre));
+    ZMPI_CHECK(zmpi_dm_recv_bundle_dir(c, *dir, n, src, tag));
+    ZMPI_CHECK(zmpi_dm_dir_total(*dir, n, &total));
+    ZMPI_CHECK(zmpi_scratch_get(c, total, z));
+    ZMPI_CHECK(zmpi_dm_recv(c, *z, total, src, tag));
+    (*pre)[0] = 0;
+    for (int k = 0; k < n; k++)
+        (*pre)[k + 1] = (*pre)[k] + (size_t)(*dir)[k];
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+int zmpi_dm_gather_own(const zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
+                       const int *recvcounts, const int *displs, int root)
+{
+    if (sendbuf == MPI_IN_PLACE || sendcount <= 0)
+        return MPI_SUCCESS;
+    if (sendcount > recvcounts[root])
+        return MPI_ERR_TRUNCATE;
+    memcpy((char *)recvbuf + (ptrdiff_t)displs[root] * (ptrdiff_t)c->es, sendbuf, (size_t)sendcount * c->es);
+    return MPI_SUCCESS;
+}
+
+int zmpi_dm_scatter_own(const zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs,
+                        void *recvbuf, int recvcount, int root)
+{
+    if (recvbuf == MPI_IN_PLACE || sendcounts[root] <= 0)
+        return MPI_SUCCESS;
+    if (sendcounts[root] > recvcount)
+        return MPI_ERR_TRUNCATE;
+    memcpy(recvbuf, (const char *)sendbuf + (ptrdiff_t)displs[root] * (ptrdiff_t)c->es,
+           (size_t)sendcounts[root] * c->es);
+    return MPI_SUCCESS;
 }

@@ -119,6 +119,11 @@ int zmpi_dm_decompress(zmpi_call *c, const void *src, size_t len, void *dst, siz
 int zmpi_dm_isend_bundle(const zmpi_call *c, const uint64_t *dir, int n, const void *data, int dest, int tag,
                          zmpi_dm_reqs *r);
 int zmpi_dm_recv_bundle_dir(const zmpi_call *c, uint64_t *dir, int n, int src, int tag);
+/* A whole bundle of n blocks from src: *dir and *pre (n and n + 1 entries,
+ * malloc'd), the streams in *z (the call's scratch: zmpi_scratch_put),
+ * block k at (*pre)[k]. The caller frees all three, on errors too. */
+int zmpi_dm_recv_bundle(const zmpi_call *c, int n, int src, int tag, uint64_t **dir, size_t **pre,
+                        unsigned char **z);
 /* Sum of dir[0..n) as size_t; MPI_ERR_OTHER on overflow. */
 int zmpi_dm_dir_total(const uint64_t *dir, int n, size_t *total);
 
@@ -135,6 +140,36 @@ int zmpi_dm_equal_layout(int size, int count, int **counts, int **displs);
  * not fill whole rtype elements, MPI_ERR_COUNT above INT_MAX bytes. */
 int zmpi_dm_copy_typed(MPI_Comm comm, const void *src, int scount, MPI_Datatype stype, void *dst, int rcount,
                        MPI_Datatype rtype);
+
+/* The root's own block, copied exactly (nothing with MPI_IN_PLACE):
+ * Gather(v) from sendbuf into its place in recvbuf, Scatter(v) from its
+ * place in sendbuf into recvbuf. MPI_ERR_TRUNCATE (nothing copied) if it
+ * does not fit. */
+int zmpi_dm_gather_own(const zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
+                       const int *recvcounts, const int *displs, int root);
+int zmpi_dm_scatter_own(const zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs,
+                        void *recvbuf, int recvcount, int root);
+
+/* Elements of a received stream from its header; SIZE_MAX if it is not a
+ * valid stream of the call's dtype (0 for an empty block, len 0). */
+size_t zmpi_dm_stream_count(const zmpi_call *c, const void *src, size_t len);
+
+/* One hop of a per-hop ("cprp2p") algorithm: decompresses the len-byte
+ * stream src of n elements (zmpi_dm_stream_count) into tmp and compresses
+ * it again into dst (cap >= max(zmpi_dm_cap(n), len)), *olen bytes. A
+ * stream that does not decode is copied unchanged and *corrupt set.
+ * Returns non-zero only on an internal error. */
+int zmpi_dm_rehop(zmpi_call *c, const unsigned char *src, size_t len, size_t n, void *tmp, unsigned char *dst,
+                  size_t cap, size_t *olen, int *corrupt);
+
+/* ceil(log2 n) for n >= 1: the hops of a binomial tree over n ranks. */
+static inline int zmpi_ceil_log2(int n)
+{
+    int d = 0;
+    while ((1L << d) < n)
+        d++;
+    return d;
+}
 
 /* Binomial tree over virtual ranks v = (rank - root + size) % size: the
  * parent of v > 0 is v with its lowest set bit cleared; the children of v

@@ -32,14 +32,14 @@ enum { ZMPI_TAG_REDUCE_SCATTER = 0x7A51, ZMPI_TAG_ALLREDUCE = 0x7A52, ZMPI_TAG_R
 
 /* A block as compressed pieces (slots of the worst-case size in one buffer). */
 typedef struct zmpi_pieces {
-    size_t count;        /* elements of the block */
-    size_t chunk;        /* elements per piece (the last one may be shorter) */
-    size_t n;            /* number of pieces: 0 for an empty block */
-    unsigned char *buf;  /* the slots */
-    size_t cap;          /* bytes allocated for buf */
-    size_t *slot;        /* n + 1 slot offsets into buf */
-    int *len;            /* stream size of each piece; -1 while unknown */
-    size_t ncap;         /* entries allocated for slot / len */
+    size_t count;       /* elements of the block */
+    size_t chunk;       /* elements per piece (the last one may be shorter) */
+    size_t n;           /* number of pieces: 0 for an empty block */
+    unsigned char *buf; /* the slots */
+    size_t cap;         /* bytes allocated for buf */
+    size_t *slot;       /* n + 1 slot offsets into buf */
+    int *len;           /* stream size of each piece; -1 while unknown */
+    size_t ncap;        /* entries allocated for slot / len */
 } zmpi_pieces;
 
 /* Lays out p for a block of count elements (reusing its memory, growing it
@@ -68,11 +68,11 @@ typedef struct zmpi_xchg {
     MPI_Comm comm;
     int tag, from, to;
     zmpi_pieces *in, *out;
-    int nrecv, nreq;      /* requests: receives [0, nrecv), then sends */
+    int nrecv, nreq; /* requests: receives [0, nrecv), then sends */
     MPI_Request *req;
     MPI_Status *st;
     int *idx;
-    size_t cap;           /* entries allocated for req / st / idx */
+    size_t cap; /* entries allocated for req / st / idx */
 } zmpi_xchg;
 
 int zmpi_xchg_start(const zmpi_call *c, zmpi_xchg *x, int tag, int from, zmpi_pieces *in, int to,
@@ -88,6 +88,22 @@ int zmpi_xchg_wait_piece(zmpi_xchg *x, size_t j);
  * completed (the peer runs the same schedule and receives them), so that
  * MPI never touches memory the caller frees next. */
 void zmpi_xchg_free(zmpi_xchg *x);
+
+/* Ring allgather of blocks as compressed pieces (Allreduce `ring` and
+ * `cprp2p`, phase 2): block b (counts[b] elements at displs[b] of buf) is
+ * the exact block of rank b on entry. In step s (0 .. N-2) rank r sends
+ * block (r-s) mod N to r+1 and receives block (r-s-1) mod N from r-1.
+ *   per_hop 0  compress once: the owner compresses its block in step 0 and
+ *              the ranks forward the received streams unchanged; a rank
+ *              decompresses the block it forwards while it travels, the
+ *              last received one after the ring, and the owner its own
+ *              stream too: every block is the same on every rank.
+ *   per_hop 1  every step compresses the block it sends from buf, and the
+ *              received pieces are decompressed into buf as they arrive;
+ *              the owner's block stays exact.
+ * Corrupt streams set *corrupt and do not stop the ring. */
+int zmpi_ring_allgather(zmpi_call *c, void *buf, const size_t *counts, const size_t *displs, int per_hop,
+                        int tag, int *corrupt);
 
 /* Even partition of count elements over n blocks, MPICH style: the first
  * count % n blocks get one element more. */

@@ -25,126 +25,80 @@
  * non-powers of two (subtrees cut at N); MPI_IN_PLACE at the root; blocks
  * below ZMPI_MIN_BYTES travel uncompressed (v-variant).
  */
-#include <stdlib.h>
 #include <string.h>
 
-#include "coll/common/movement.h"
+#include "coll/common/gather_tree.h"
 #include "coll/gather/gather.h"
 
-#define MAXCHILD 32 /* a binomial tree over int ranks has at most 31 children */
+/* Room for the subtree's streams behind the own one (grown: the own
+ * stream stays at the front). */
+static int grow_z(zmpi_call *c, const zmpi_gtree *t, unsigned char **z, size_t cap_own)
+{
+    int rc = MPI_SUCCESS;
+    unsigned char *nz = NULL;
+    if (t->pre[t->sub] <= cap_own)
+        goto fn_exit;
+    ZMPI_CHECK(zmpi_scratch_get(c, t->pre[t->sub], &nz));
+    if (*z && t->dir[0])
+        memcpy(nz, *z, (size_t)t->dir[0]);
+    zmpi_scratch_put(c, *z);
+    *z = nz;
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+/* A non-root rank: once the children's bundles are in, the whole
+ * subtree's bundle goes to the parent. */
+static int forward(zmpi_call *c, zmpi_gtree *t, const unsigned char *z)
+{
+    int rc = MPI_SUCCESS;
+    zmpi_dm_reqs rs = {0};
+    for (int k = 0; k < t->nchild; k++)
+        ZMPI_CHECK(zmpi_dm_waitall(&t->cr[k]));
+    ZMPI_CHECK(zmpi_dm_isend_bundle(c, t->dir, t->sub, z, zmpi_dm_real(t->v - t->low, t->root, c->size),
+                                    ZMPI_TAG_GATHER, &rs));
+    ZMPI_CHECK(zmpi_dm_waitall(&rs));
+fn_exit:
+    zmpi_dm_reqs_free(&rs);
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
 
 int zmpi_gatherv_binomial(zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
                           const int *recvcounts, const int *displs, int root)
 {
     zmpi_call_ran(c, ZMPI_GATHER_BINOMIAL);
-    int rc = MPI_SUCCESS, drc = MPI_SUCCESS, size = c->size;
-    int v = (c->rank - root + size) % size;
-    int sub = zmpi_dm_subtree(v, size), low = zmpi_dm_lowbit(v, size), nchild = 0;
-    int cm[MAXCHILD];
+    int rc = MPI_SUCCESS, drc = MPI_SUCCESS;
     unsigned char *z = NULL;
-    uint64_t *dir = NULL;
-    size_t *pre = NULL, cap_own = 0, len = 0;
-    zmpi_dm_reqs rd = {0}, rs = {0}, cr[MAXCHILD];
+    size_t cap_own = 0;
+    zmpi_gtree t = {0};
 
-    memset(cr, 0, sizeof cr);
-    if (size < 2)
+    if (c->size < 2)
         goto fn_exit;
-    rc = zmpi_alloc((size_t)sub * sizeof *dir, &dir);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc(((size_t)sub + 1) * sizeof *pre, &pre);
-    if (rc)
-        goto fn_fail;
-    /* children v + m, m = 1, 2, 4, ...: their directories first */
-    for (int m = 1; m < low && m < sub; m <<= 1) {
-        int end = 2 * m < sub ? 2 * m : sub;
-        cm[nchild++] = m;
-        rc = zmpi_dm_reqs_reserve(&rd, 1);
-        if (rc == MPI_SUCCESS)
-            rc = PMPI_Irecv(dir + m, end - m, MPI_UINT64_T, zmpi_dm_real(v + m, root, size), ZMPI_TAG_GATHER,
-                            c->comm, &rd.req[rd.n]);
-        if (rc)
-            goto fn_fail;
-        rd.n++;
-    }
-    /* own block: compressed (v > 0) or copied (root) */
-    dir[0] = 0;
-    if (v != 0) {
+    ZMPI_CHECK(zmpi_gtree_start(c, &t, root));
+    /* own block: compressed (v > 0) while the directories travel, or copied (root) */
+    if (t.v != 0) {
         cap_own = zmpi_dm_cap(c, (size_t)sendcount);
-        rc = zmpi_scratch_get(c, cap_own, &z);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_compress(c, sendbuf, (size_t)sendcount, z, cap_own, &len);
-        if (rc)
-            goto fn_fail;
-        dir[0] = len;
-    } else if (sendbuf != MPI_IN_PLACE && sendcount > 0) {
-        if (sendcount > recvcounts[root])
-            drc = MPI_ERR_TRUNCATE;
-        else
-            memcpy((char *)recvbuf + (ptrdiff_t)displs[root] * (ptrdiff_t)c->es, sendbuf,
-                   (size_t)sendcount * c->es);
+        ZMPI_CHECK(zmpi_scratch_get(c, cap_own, &z));
     }
-    rc = zmpi_dm_waitall(&rd);
-    if (rc)
-        goto fn_fail;
-    pre[0] = 0;
-    for (int k = 0; k < sub; k++) {
-        if (dir[k] > (uint64_t)(SIZE_MAX - pre[k])) {
-            rc = MPI_ERR_OTHER;
-            goto fn_fail;
-        }
-        pre[k + 1] = pre[k] + (size_t)dir[k];
-    }
-    if (pre[sub] > cap_own) { /* grow: the own stream stays at the front */
-        unsigned char *nz = NULL;
-        rc = zmpi_scratch_get(c, pre[sub], &nz);
-        if (rc)
-            goto fn_fail;
-        if (z && dir[0])
-            memcpy(nz, z, (size_t)dir[0]);
-        zmpi_scratch_put(c, z);
-        z = nz;
-    }
-    for (int k = 0; k < nchild; k++) {
-        int m = cm[k], end = 2 * m < sub ? 2 * m : sub;
-        rc = zmpi_dm_irecv(c, z + pre[m], pre[end] - pre[m], zmpi_dm_real(v + m, root, size), ZMPI_TAG_GATHER,
-                           &cr[k]);
-        if (rc)
-            goto fn_fail;
-    }
-    if (v != 0) {
-        for (int k = 0; rc == MPI_SUCCESS && k < nchild; k++)
-            rc = zmpi_dm_waitall(&cr[k]);
-        if (rc == MPI_SUCCESS)
-            rc =
-                zmpi_dm_isend_bundle(c, dir, sub, z, zmpi_dm_real(v - low, root, size), ZMPI_TAG_GATHER, &rs);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_waitall(&rs);
-        if (rc)
-            goto fn_fail;
+    ZMPI_CHECK(zmpi_gtree_own(c, &t, sendbuf, sendcount, recvbuf, recvcounts, displs, z, cap_own, &drc));
+    ZMPI_CHECK(zmpi_dm_waitall(&t.rd));
+    ZMPI_CHECK(zmpi_gtree_layout(&t, 1));
+    ZMPI_CHECK(grow_z(c, &t, &z, cap_own));
+    ZMPI_CHECK(zmpi_gtree_post_streams(c, &t, z));
+    if (t.v != 0) {
+        ZMPI_CHECK(forward(c, &t, z));
         goto fn_exit;
     }
     /* the root: decompress each child's bundle as soon as it is complete */
-    for (int k = 0; k < nchild; k++) {
-        int m = cm[k], end = 2 * m < sub ? 2 * m : sub;
-        rc = zmpi_dm_waitall(&cr[k]);
-        if (rc)
-            goto fn_fail;
-        for (int u = m; u < end; u++) {
-            int i = zmpi_dm_real(u, root, size);
-            int e = zmpi_dm_decompress(c, z + pre[u], (size_t)dir[u],
-                                       (char *)recvbuf + (ptrdiff_t)displs[i] * (ptrdiff_t)c->es,
-                                       (size_t)recvcounts[i]);
-            drc = drc ? drc : e;
-        }
-    }
+    for (int k = 0; k < t.nchild; k++)
+        ZMPI_CHECK(zmpi_gtree_unpack(c, &t, k, z, recvbuf, recvcounts, displs, &drc));
     rc = drc;
 fn_exit:
-    zmpi_dm_reqs_free(&rd);
-    zmpi_dm_reqs_free(&rs);
-    for (int k = 0; k < MAXCHILD; k++)
-        zmpi_dm_reqs_free(&cr[k]);
-    free(pre);
-    free(dir);
+    zmpi_gtree_free(&t);
     zmpi_scratch_put(c, z);
     return rc;
 fn_fail:

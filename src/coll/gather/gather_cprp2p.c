@@ -44,34 +44,11 @@
  * unchanged (the root reports it as well) and that rank returns
  * MPI_ERR_OTHER after finishing its send, so no rank waits forever.
  */
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/common/movement.h"
+#include "coll/common/gather_tree.h"
 #include "coll/gather/gather.h"
-
-#define MAXCHILD 32 /* a binomial tree over int ranks has at most 31 children */
-
-static int ceil_log2(int n)
-{
-    int d = 0;
-    while ((1L << d) < n)
-        d++;
-    return d;
-}
-
-/* Elements of a received stream from its header; SIZE_MAX if it is not a
- * valid stream of the call's dtype (0 for an empty block). */
-static size_t stream_count(const zmpi_call *c, const void *src, size_t len)
-{
-    zmpi_stream_info info;
-    if (len == 0)
-        return 0;
-    if (zmpi_stream_info_get(src, len, &info) != ZMPI_OK || info.dtype != c->dt || info.count > INT_MAX)
-        return SIZE_MAX;
-    return (size_t)info.count;
-}
 
 /* Grows a malloc'd buffer to at least need bytes. */
 static int grow(void *pp, size_t *cap, size_t need)
@@ -88,163 +65,100 @@ static int grow(void *pp, size_t *cap, size_t need)
     return MPI_SUCCESS;
 }
 
-/* One hop of a child's block: decompress the len-byte stream src of n
- * elements into tmp, compress it again into dst (cap >= max(zmpi_dm_cap(n),
- * len)). A stream that does not decode is copied unchanged and *corrupt
- * set. Returns non-zero only on an internal error. */
-static int rehop(zmpi_call *c, const unsigned char *src, size_t len, size_t n, void *tmp, unsigned char *dst,
-                 size_t cap, size_t *olen, int *corrupt)
+/* The own stream and the recompressed children's streams of an inner rank:
+ * z (malloc'd, zcap bytes) holds pos bytes. */
+typedef struct up_state {
+    unsigned char *z, *tmp;
+    size_t zcap, tcap, pos;
+} up_state;
+
+/* An inner rank: decompresses and recompresses each child's bundle (in zin
+ * at pre) as soon as it is complete, appending to the own stream; dir[u]
+ * becomes the size of the recompressed stream. */
+static int rehop_children(zmpi_call *c, zmpi_gtree *t, const unsigned char *zin, up_state *up, int *drc)
 {
-    if (n == SIZE_MAX || (n > 0 && zmpi_block_decompress(c, src, len, tmp, n) != MPI_SUCCESS)) {
-        memcpy(dst, src, len);
-        *olen = len;
-        *corrupt = MPI_ERR_OTHER;
-        return MPI_SUCCESS;
+    int rc = MPI_SUCCESS;
+    for (int k = 0; k < t->nchild; k++) {
+        ZMPI_CHECK(zmpi_dm_waitall(&t->cr[k]));
+        for (int u = t->cm[k]; u < zmpi_gtree_end(t, k); u++) {
+            size_t len = (size_t)t->dir[u], n = zmpi_dm_stream_count(c, zin + t->pre[u], len), olen = 0;
+            size_t w = n == SIZE_MAX ? len : zmpi_dm_cap(c, n);
+            w = w > len ? w : len;
+            if (w > SIZE_MAX - up->pos) {
+                rc = MPI_ERR_OTHER;
+                goto fn_fail;
+            }
+            ZMPI_CHECK(grow(&up->z, &up->zcap, up->pos + w));
+            if (n != SIZE_MAX)
+                ZMPI_CHECK(grow(&up->tmp, &up->tcap, n * c->es));
+            ZMPI_CHECK(zmpi_dm_rehop(c, zin + t->pre[u], len, n, up->tmp, up->z + up->pos, w, &olen, drc));
+            t->dir[u] = olen;
+            up->pos += olen;
+        }
     }
-    return zmpi_dm_compress(c, tmp, n, dst, cap, olen);
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+/* Per-compression bound (collective): the root's own block is read from
+ * recvbuf with MPI_IN_PLACE. */
+static int set_bound(zmpi_call *c, const void *sendbuf, int sendcount, const void *recvbuf,
+                     const int *recvcounts, const int *displs, int root)
+{
+    const void *own = sendbuf;
+    size_t nown = (size_t)sendcount;
+    if (c->rank == root && sendbuf == MPI_IN_PLACE) {
+        own = (const char *)recvbuf + (ptrdiff_t)displs[root] * (ptrdiff_t)c->es;
+        nown = (size_t)recvcounts[root];
+    }
+    return zmpi_call_bound(c, zmpi_ceil_log2(c->size), own, nown);
 }
 
 int zmpi_gatherv_cprp2p(zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
                         const int *recvcounts, const int *displs, int root)
 {
     zmpi_call_ran(c, ZMPI_GATHER_CPRP2P);
-    int rc = MPI_SUCCESS, drc = MPI_SUCCESS, size = c->size;
-    int v = (c->rank - root + size) % size;
-    int sub = zmpi_dm_subtree(v, size), low = zmpi_dm_lowbit(v, size), nchild = 0;
-    int cm[MAXCHILD];
-    const void *own = sendbuf;
-    size_t nown = (size_t)sendcount;
-    unsigned char *z = NULL, *zin = NULL, *tmp = NULL;
-    uint64_t *dir = NULL;
-    size_t *pre = NULL, zcap = 0, tcap = 0, pos = 0;
-    zmpi_dm_reqs rd = {0}, rs = {0}, cr[MAXCHILD];
+    int rc = MPI_SUCCESS, drc = MPI_SUCCESS;
+    unsigned char *zin = NULL;
+    up_state up = {NULL, NULL, 0, 0, 0};
+    zmpi_gtree t = {0};
+    zmpi_dm_reqs rs = {0};
 
-    memset(cr, 0, sizeof cr);
-    if (size < 2)
+    if (c->size < 2)
         goto fn_exit;
-    if (v == 0 && sendbuf == MPI_IN_PLACE) {
-        own = (const char *)recvbuf + (ptrdiff_t)displs[root] * (ptrdiff_t)c->es;
-        nown = (size_t)recvcounts[root];
+    ZMPI_CHECK(set_bound(c, sendbuf, sendcount, recvbuf, recvcounts, displs, root));
+    ZMPI_CHECK(zmpi_gtree_start(c, &t, root));
+    /* own block: compressed (v > 0) while the directories travel, or copied (root) */
+    if (t.v != 0) {
+        up.zcap = zmpi_dm_cap(c, (size_t)sendcount);
+        ZMPI_CHECK(zmpi_alloc(up.zcap, &up.z)); /* grown with realloc: not scratch */
     }
-    rc = zmpi_call_bound(c, ceil_log2(size), own, nown);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)sub * sizeof *dir, &dir);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc(((size_t)sub + 1) * sizeof *pre, &pre);
-    if (rc)
-        goto fn_fail;
-    /* children v + m, m = 1, 2, 4, ...: their directories first */
-    for (int m = 1; m < low && m < sub; m <<= 1) {
-        int end = 2 * m < sub ? 2 * m : sub;
-        cm[nchild++] = m;
-        rc = zmpi_dm_reqs_reserve(&rd, 1);
-        if (rc == MPI_SUCCESS)
-            rc = PMPI_Irecv(dir + m, end - m, MPI_UINT64_T, zmpi_dm_real(v + m, root, size), ZMPI_TAG_GATHER,
-                            c->comm, &rd.req[rd.n]);
-        if (rc)
-            goto fn_fail;
-        rd.n++;
-    }
-    /* own block: compressed (v > 0) or copied (root) */
-    dir[0] = 0;
-    if (v != 0) {
-        zcap = zmpi_dm_cap(c, (size_t)sendcount);
-        rc = zmpi_alloc(zcap, &z); /* grown with realloc: not scratch */
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_compress(c, sendbuf, (size_t)sendcount, z, zcap, &pos);
-        if (rc)
-            goto fn_fail;
-        dir[0] = pos;
-    } else if (sendbuf != MPI_IN_PLACE && sendcount > 0) {
-        if (sendcount > recvcounts[root])
-            drc = MPI_ERR_TRUNCATE;
-        else
-            memcpy((char *)recvbuf + (ptrdiff_t)displs[root] * (ptrdiff_t)c->es, sendbuf,
-                   (size_t)sendcount * c->es);
-    }
-    rc = zmpi_dm_waitall(&rd);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_gtree_own(c, &t, sendbuf, sendcount, recvbuf, recvcounts, displs, up.z, up.zcap, &drc));
+    up.pos = (size_t)t.dir[0];
+    ZMPI_CHECK(zmpi_dm_waitall(&t.rd));
     /* the children's streams, vranks 1 .. sub-1 of ours, at pre[k] of zin */
-    pre[0] = pre[1] = 0;
-    for (int k = 1; k < sub; k++) {
-        if (dir[k] > (uint64_t)(SIZE_MAX - pre[k])) {
-            rc = MPI_ERR_OTHER;
-            goto fn_fail;
-        }
-        pre[k + 1] = pre[k] + (size_t)dir[k];
-    }
-    rc = zmpi_scratch_get(c, pre[sub], &zin);
-    if (rc)
-        goto fn_fail;
-    for (int k = 0; k < nchild; k++) {
-        int m = cm[k], end = 2 * m < sub ? 2 * m : sub;
-        rc = zmpi_dm_irecv(c, zin + pre[m], pre[end] - pre[m], zmpi_dm_real(v + m, root, size),
-                           ZMPI_TAG_GATHER, &cr[k]);
-        if (rc)
-            goto fn_fail;
-    }
-    if (v == 0) {
-        /* the root: decompress each child's bundle as soon as it is complete */
-        for (int k = 0; k < nchild; k++) {
-            int m = cm[k], end = 2 * m < sub ? 2 * m : sub;
-            rc = zmpi_dm_waitall(&cr[k]);
-            if (rc)
-                goto fn_fail;
-            for (int u = m; u < end; u++) {
-                int i = zmpi_dm_real(u, root, size);
-                int e = zmpi_dm_decompress(c, zin + pre[u], (size_t)dir[u],
-                                           (char *)recvbuf + (ptrdiff_t)displs[i] * (ptrdiff_t)c->es,
-                                           (size_t)recvcounts[i]);
-                drc = drc ? drc : e;
-            }
-        }
+    ZMPI_CHECK(zmpi_gtree_layout(&t, 0));
+    ZMPI_CHECK(zmpi_scratch_get(c, t.pre[t.sub], &zin));
+    ZMPI_CHECK(zmpi_gtree_post_streams(c, &t, zin));
+    if (t.v == 0) { /* the root: decompress each child's bundle as soon as it is complete */
+        for (int k = 0; k < t.nchild; k++)
+            ZMPI_CHECK(zmpi_gtree_unpack(c, &t, k, zin, recvbuf, recvcounts, displs, &drc));
         rc = drc;
         goto fn_exit;
     }
-    /* an inner rank: decompress and recompress each child's bundle as soon
-     * as it is complete, appending to the own stream (pos bytes so far);
-     * dir[u] becomes the size of the recompressed stream */
-    for (int k = 0; k < nchild; k++) {
-        int m = cm[k], end = 2 * m < sub ? 2 * m : sub;
-        rc = zmpi_dm_waitall(&cr[k]);
-        if (rc)
-            goto fn_fail;
-        for (int u = m; u < end; u++) {
-            size_t len = (size_t)dir[u], n = stream_count(c, zin + pre[u], len), olen = 0;
-            size_t w = n == SIZE_MAX ? len : zmpi_dm_cap(c, n);
-            w = w > len ? w : len;
-            if (w > SIZE_MAX - pos) {
-                rc = MPI_ERR_OTHER;
-                goto fn_fail;
-            }
-            rc = grow(&z, &zcap, pos + w);
-            if (rc == MPI_SUCCESS && n != SIZE_MAX)
-                rc = grow(&tmp, &tcap, n * c->es);
-            if (rc == MPI_SUCCESS)
-                rc = rehop(c, zin + pre[u], len, n, tmp, z + pos, w, &olen, &drc);
-            if (rc)
-                goto fn_fail;
-            dir[u] = olen;
-            pos += olen;
-        }
-    }
-    rc = zmpi_dm_isend_bundle(c, dir, sub, z, zmpi_dm_real(v - low, root, size), ZMPI_TAG_GATHER, &rs);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_dm_waitall(&rs);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(rehop_children(c, &t, zin, &up, &drc));
+    ZMPI_CHECK(zmpi_dm_isend_bundle(c, t.dir, t.sub, up.z, zmpi_dm_real(t.v - t.low, root, c->size),
+                                    ZMPI_TAG_GATHER, &rs));
+    ZMPI_CHECK(zmpi_dm_waitall(&rs));
     rc = drc;
 fn_exit:
-    zmpi_dm_reqs_free(&rd);
     zmpi_dm_reqs_free(&rs);
-    for (int k = 0; k < MAXCHILD; k++)
-        zmpi_dm_reqs_free(&cr[k]);
-    free(pre);
-    free(dir);
-    free(tmp);
+    zmpi_gtree_free(&t);
+    free(up.tmp);
     zmpi_scratch_put(c, zin);
-    free(z);
+    free(up.z);
     return rc;
 fn_fail:
     goto fn_exit;

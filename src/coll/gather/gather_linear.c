@@ -1,5 +1,6 @@
 /*
- * Gather(v), linear, compress once (each block compressed once at its origin, decompressed once at its destination).
+ * Gather(v), linear, compress once (each block compressed once at its origin, decompressed once at its
+ * destination).
  *
  *   rank i ≠ root:  Z_i = compress(block i);  i ─Z_i─▶ root
  *   root r:         posts all N-1 receives up front, then in rank order
@@ -40,15 +41,10 @@ int zmpi_gatherv_linear(zmpi_call *c, const void *sendbuf, int sendcount, void *
         size_t n = (size_t)sendcount, cap = zmpi_dm_cap(c, n), len = 0;
         if (cap == 0)
             goto fn_exit;
-        rc = zmpi_scratch_get(c, cap, &z);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_compress(c, sendbuf, n, z, cap, &len);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_isend_var(c, z, len, cap, root, ZMPI_TAG_GATHER, &lenbuf, &r);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_waitall(&r);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_scratch_get(c, cap, &z));
+        ZMPI_CHECK(zmpi_dm_compress(c, sendbuf, n, z, cap, &len));
+        ZMPI_CHECK(zmpi_dm_isend_var(c, z, len, cap, root, ZMPI_TAG_GATHER, &lenbuf, &r));
+        ZMPI_CHECK(zmpi_dm_waitall(&r));
         goto fn_exit;
     }
 
@@ -57,32 +53,19 @@ int zmpi_gatherv_linear(zmpi_call *c, const void *sendbuf, int sendcount, void *
     for (int i = 0; i < size; i++)
         if (i != root)
             total += zmpi_dm_cap(c, (size_t)recvcounts[i]);
-    rc = zmpi_scratch_get(c, total, &z);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)size * sizeof *in, &in);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_scratch_get(c, total, &z));
+    ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *in, &in));
     memset(in, 0, (size_t)size * sizeof *in);
     for (int j = 1; j < size; j++) {
         int i = (root + j) % size;
         size_t cap = zmpi_dm_cap(c, (size_t)recvcounts[i]);
-        rc = zmpi_dm_vrecv_post(c, &in[i], z + off, cap, i, ZMPI_TAG_GATHER);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_dm_vrecv_post(c, &in[i], z + off, cap, i, ZMPI_TAG_GATHER));
         off += cap;
     }
-    if (sendbuf != MPI_IN_PLACE && sendcount > 0) {
-        if (sendcount > recvcounts[root])
-            drc = MPI_ERR_TRUNCATE;
-        else
-            memcpy((char *)recvbuf + (ptrdiff_t)displs[root] * (ptrdiff_t)c->es, sendbuf,
-                   (size_t)sendcount * c->es);
-    }
+    drc = zmpi_dm_gather_own(c, sendbuf, sendcount, recvbuf, recvcounts, displs, root);
     for (int j = 1; j < size; j++) {
         int i = (root + j) % size;
-        rc = zmpi_dm_vrecv_wait(c, &in[i]);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_dm_vrecv_wait(c, &in[i]));
         int e = zmpi_dm_decompress(c, in[i].buf, in[i].len,
                                    (char *)recvbuf + (ptrdiff_t)displs[i] * (ptrdiff_t)c->es,
                                    (size_t)recvcounts[i]);

@@ -50,18 +50,24 @@
 #include <string.h>
 
 #include "coll/common/movement.h"
+#include "coll/common/reduce_steps.h"
 #include "coll/common/ring.h"
 #include "coll/reduce/reduce.h"
 
 #define MAXCHILD 32 /* a binomial tree over int ranks has at most 31 children */
 
-static int ceil_log2(int n)
-{
-    int d = 0;
-    while ((1L << d) < n)
-        d++;
-    return d;
-}
+/* A rank's part of the tree: its children's incoming pieces, its partial
+ * and its outgoing pieces. */
+typedef struct rc_state {
+    zmpi_call *c;
+    int v, low, root, nchild, corrupt;
+    size_t count, npieces;
+    const unsigned char *src;  /* what this rank compresses */
+    unsigned char *acc;        /* the partial (NULL at a leaf) */
+    unsigned char *part, *tmp; /* scratch: the inner rank's partial, one decompressed piece */
+    zmpi_pieces pin[MAXCHILD], pout;
+    zmpi_xchg xin[MAXCHILD], xout;
+} rc_state;
 
 /* Decompresses received piece j of p into dst (the piece's own elements). */
 static int piece_unz(zmpi_call *c, const zmpi_pieces *p, size_t j, void *dst)
@@ -71,113 +77,118 @@ static int piece_unz(zmpi_call *c, const zmpi_pieces *p, size_t j, void *dst)
     return zmpi_block_decompress(c, p->buf + p->slot[j], (size_t)p->len[j], dst, zmpi_pieces_count(p, j));
 }
 
+/* The children's pieces: every receive posted up front. */
+static int post_children(rc_state *s)
+{
+    int rc = MPI_SUCCESS, n = s->c->size;
+    for (int m = 1; m < s->low && s->v + m < n; m <<= 1) {
+        zmpi_pieces *p = &s->pin[s->nchild];
+        ZMPI_CHECK(zmpi_pieces_layout(s->c, p, s->count));
+        ZMPI_CHECK(zmpi_xchg_start(s->c, &s->xin[s->nchild], ZMPI_TAG_REDUCE,
+                                   zmpi_dm_real(s->v + m, s->root, n), p, MPI_PROC_NULL, NULL));
+        s->nchild++;
+    }
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+/* The partial: reduced into recvbuf at the root, into a copy of the input
+ * at inner ranks; leaves send their input as it is. Non-root ranks start
+ * their send to the parent. */
+static int setup_partial(rc_state *s, const void *in, void *recvbuf)
+{
+    zmpi_call *c = s->c;
+    int rc = MPI_SUCCESS;
+    size_t bytes = s->count * c->es;
+    if (s->v == 0) {
+        if (in != recvbuf)
+            memcpy(recvbuf, in, bytes);
+        s->acc = recvbuf;
+    } else if (s->nchild > 0) {
+        ZMPI_CHECK(zmpi_scratch_get(c, bytes, &s->part));
+        memcpy(s->part, in, bytes);
+        s->acc = s->part;
+        s->src = s->part;
+    }
+    if (s->nchild > 0) { /* the first piece is the longest */
+        s->npieces = s->pin[0].n;
+        ZMPI_CHECK(zmpi_scratch_get(c, zmpi_pieces_count(&s->pin[0], 0) * c->es, &s->tmp));
+    }
+    if (s->v != 0) {
+        ZMPI_CHECK(zmpi_pieces_layout(c, &s->pout, s->count));
+        ZMPI_CHECK(zmpi_xchg_start(c, &s->xout, ZMPI_TAG_REDUCE, MPI_PROC_NULL, NULL,
+                                   zmpi_dm_real(s->v - s->low, s->root, c->size), &s->pout));
+        s->npieces = s->pout.n;
+    }
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+/* Piece j: reduce every child's piece j into the partial as it arrives,
+ * then compress the partial's piece j and send it up (non-root ranks). */
+static int reduce_piece(rc_state *s, size_t j, MPI_Op op)
+{
+    zmpi_call *c = s->c;
+    int rc = MPI_SUCCESS;
+    for (int k = 0; k < s->nchild; k++) {
+        size_t first = zmpi_pieces_first(&s->pin[k], j), m = zmpi_pieces_count(&s->pin[k], j);
+        ZMPI_CHECK(zmpi_xchg_wait_piece(&s->xin[k], j));
+        if (piece_unz(c, &s->pin[k], j, s->tmp) != MPI_SUCCESS) {
+            s->corrupt = MPI_ERR_OTHER; /* left out; the protocol goes on */
+            continue;
+        }
+        ZMPI_CHECK(zmpi_reduce_local(c, s->tmp, s->acc + first * c->es, m, op));
+    }
+    if (s->v != 0) {
+        ZMPI_CHECK(zmpi_pieces_compress(c, &s->pout, j, s->src));
+        ZMPI_CHECK(zmpi_xchg_send(&s->xout, j));
+        ZMPI_CHECK(zmpi_xchg_poll(&s->xout));
+    }
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
 int zmpi_reduce_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op, int root)
 {
     zmpi_call_ran(c, ZMPI_REDUCE_CPRP2P);
-    int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size, r = c->rank;
-    int v = (r - root + n) % n, low = zmpi_dm_lowbit(v, n), nchild = 0;
+    int rc = MPI_SUCCESS, n = c->size, r = c->rank, go = 0;
     const void *in = (r == root && sendbuf == MPI_IN_PLACE) ? recvbuf : sendbuf;
-    const unsigned char *src = in; /* what this rank compresses */
-    size_t es = c->es, npieces = 0;
-    unsigned char *acc = NULL, *part = NULL, *tmp = NULL;
-    zmpi_pieces pin[MAXCHILD], pout = {0};
-    zmpi_xchg xin[MAXCHILD], xout = {0};
+    rc_state st, *s = &st;
 
-    memset(pin, 0, sizeof pin);
-    memset(xin, 0, sizeof xin);
-    if (count == 0)
+    memset(s, 0, sizeof *s);
+    ZMPI_CHECK(zmpi_reduce_begin(c, in, recvbuf, count, 0,
+                                 op == MPI_SUM ? (double)(n - 1) : zmpi_ceil_log2(n), NULL, NULL, &go));
+    if (!go)
         goto fn_exit;
-    if (n == 1) {
-        if (in != recvbuf)
-            memcpy(recvbuf, in, count * es);
-        goto fn_exit;
-    }
-    rc = zmpi_call_bound(c, op == MPI_SUM ? (double)(n - 1) : (double)ceil_log2(n), in, count);
-    if (rc)
-        goto fn_fail;
-    /* the children's pieces: every receive posted up front */
-    for (int m = 1; m < low && v + m < n; m <<= 1) {
-        rc = zmpi_pieces_layout(c, &pin[nchild], count);
-        if (rc)
-            goto fn_fail;
-        rc = zmpi_xchg_start(c, &xin[nchild], ZMPI_TAG_REDUCE, zmpi_dm_real(v + m, root, n), &pin[nchild],
-                             MPI_PROC_NULL, NULL);
-        if (rc)
-            goto fn_fail;
-        nchild++;
-    }
-    /* the partial: reduced into recvbuf at the root, into a copy of the
-     * input at inner ranks; leaves send their input as it is */
-    if (v == 0) {
-        if (in != recvbuf)
-            memcpy(recvbuf, in, count * es);
-        acc = recvbuf;
-    } else if (nchild > 0) {
-        rc = zmpi_scratch_get(c, count * es, &part);
-        if (rc)
-            goto fn_fail;
-        memcpy(part, in, count * es);
-        acc = part;
-        src = part;
-    }
-    if (nchild > 0) {
-        npieces = pin[0].n;
-        rc = zmpi_scratch_get(c, zmpi_pieces_count(&pin[0], 0) * es, &tmp); /* the first piece is the longest */
-        if (rc)
-            goto fn_fail;
-    }
-    if (v != 0) {
-        rc = zmpi_pieces_layout(c, &pout, count);
-        if (rc)
-            goto fn_fail;
-        rc = zmpi_xchg_start(c, &xout, ZMPI_TAG_REDUCE, MPI_PROC_NULL, NULL, zmpi_dm_real(v - low, root, n),
-                             &pout);
-        if (rc)
-            goto fn_fail;
-        npieces = pout.n;
-    }
-    for (size_t j = 0; j < npieces; j++) {
-        for (int k = 0; k < nchild; k++) {
-            size_t first = zmpi_pieces_first(&pin[k], j), m = zmpi_pieces_count(&pin[k], j);
-            rc = zmpi_xchg_wait_piece(&xin[k], j);
-            if (rc)
-                goto fn_fail;
-            if (piece_unz(c, &pin[k], j, tmp) != MPI_SUCCESS) {
-                corrupt = MPI_ERR_OTHER; /* left out; the protocol goes on */
-                continue;
-            }
-            rc = zmpi_reduce_local(c, tmp, acc + first * es, m, op);
-            if (rc)
-                goto fn_fail;
-        }
-        if (v != 0) {
-            rc = zmpi_pieces_compress(c, &pout, j, src);
-            if (rc == MPI_SUCCESS)
-                rc = zmpi_xchg_send(&xout, j);
-            if (rc == MPI_SUCCESS)
-                rc = zmpi_xchg_poll(&xout);
-            if (rc)
-                goto fn_fail;
-        }
-    }
-    for (int k = 0; k < nchild; k++) {
-        rc = zmpi_xchg_wait(&xin[k]);
-        if (rc)
-            goto fn_fail;
-    }
-    rc = zmpi_xchg_wait(&xout);
-    if (rc)
-        goto fn_fail;
-    rc = corrupt;
+    s->c = c;
+    s->v = (r - root + n) % n;
+    s->low = zmpi_dm_lowbit(s->v, n);
+    s->root = root;
+    s->count = count;
+    s->src = in;
+    ZMPI_CHECK(post_children(s));
+    ZMPI_CHECK(setup_partial(s, in, recvbuf));
+    for (size_t j = 0; j < s->npieces; j++)
+        ZMPI_CHECK(reduce_piece(s, j, op));
+    for (int k = 0; k < s->nchild; k++)
+        ZMPI_CHECK(zmpi_xchg_wait(&s->xin[k]));
+    ZMPI_CHECK(zmpi_xchg_wait(&s->xout));
+    rc = s->corrupt;
 fn_exit:
-    zmpi_xchg_free(&xout);
-    zmpi_pieces_free(c, &pout);
+    zmpi_xchg_free(&s->xout);
+    zmpi_pieces_free(c, &s->pout);
     for (int k = 0; k < MAXCHILD; k++) {
-        zmpi_xchg_free(&xin[k]);
-        zmpi_pieces_free(c, &pin[k]);
+        zmpi_xchg_free(&s->xin[k]);
+        zmpi_pieces_free(c, &s->pin[k]);
     }
-    zmpi_scratch_put(c, tmp);
-    zmpi_scratch_put(c, part);
+    zmpi_scratch_put(c, s->tmp);
+    zmpi_scratch_put(c, s->part);
     return rc;
 fn_fail:
     goto fn_exit;

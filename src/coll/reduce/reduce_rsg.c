@@ -37,6 +37,7 @@
 
 #include "coll/common/halving.h"
 #include "coll/common/rdb.h"
+#include "coll/common/reduce_steps.h"
 #include "coll/common/ring.h"
 #include "coll/reduce/reduce.h"
 #include "coll/reduce_scatter/reduce_scatter.h"
@@ -51,36 +52,25 @@ static int gather_root(zmpi_call *c, void *buf, const size_t *counts, const size
     zmpi_pieces *z = NULL;
     zmpi_xchg *x = NULL;
 
-    rc = zmpi_alloc((size_t)n * sizeof *z, &z);
-    if (!rc)
-        rc = zmpi_alloc((size_t)n * sizeof *x, &x);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_alloc((size_t)n * sizeof *z, &z));
+    ZMPI_CHECK(zmpi_alloc((size_t)n * sizeof *x, &x));
     memset(z, 0, (size_t)n * sizeof *z);
     memset(x, 0, (size_t)n * sizeof *x);
     for (int k = 0; k < n; k++) {
         if (k == r)
             continue;
-        rc = zmpi_pieces_layout(c, &z[k], counts[k]);
-        if (rc)
-            goto fn_fail;
-        rc = zmpi_xchg_start(c, &x[k], tag, k, &z[k], MPI_PROC_NULL, NULL);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_pieces_layout(c, &z[k], counts[k]));
+        ZMPI_CHECK(zmpi_xchg_start(c, &x[k], tag, k, &z[k], MPI_PROC_NULL, NULL));
     }
     /* ranks after the root first: the ring finished there first */
     for (int i = 1; i < n; i++) {
         int k = (r + i) % n;
         for (size_t j = 0; j < z[k].n; j++) {
-            rc = zmpi_xchg_wait_piece(&x[k], j);
-            if (rc)
-                goto fn_fail;
+            ZMPI_CHECK(zmpi_xchg_wait_piece(&x[k], j));
             if (zmpi_pieces_decompress(c, &z[k], j, b + displs[k] * es))
                 *corrupt = MPI_ERR_OTHER;
         }
-        rc = zmpi_xchg_wait(&x[k]);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_xchg_wait(&x[k]));
     }
 fn_exit:
     for (int k = 0; x && k < n; k++)
@@ -101,26 +91,14 @@ static int gather_send(zmpi_call *c, const void *block, size_t count, int root, 
     zmpi_pieces z = {0};
     zmpi_xchg x = {0};
 
-    rc = zmpi_pieces_layout(c, &z, count);
-    if (rc)
-        goto fn_fail;
-    rc = zmpi_xchg_start(c, &x, tag, MPI_PROC_NULL, NULL, root, &z);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_pieces_layout(c, &z, count));
+    ZMPI_CHECK(zmpi_xchg_start(c, &x, tag, MPI_PROC_NULL, NULL, root, &z));
     for (size_t j = 0; j < z.n; j++) {
-        rc = zmpi_pieces_compress(c, &z, j, block);
-        if (rc)
-            goto fn_fail;
-        rc = zmpi_xchg_send(&x, j);
-        if (rc)
-            goto fn_fail;
-        rc = zmpi_xchg_poll(&x);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_pieces_compress(c, &z, j, block));
+        ZMPI_CHECK(zmpi_xchg_send(&x, j));
+        ZMPI_CHECK(zmpi_xchg_poll(&x));
     }
-    rc = zmpi_xchg_wait(&x);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_xchg_wait(&x));
 fn_exit:
     zmpi_xchg_free(&x);
     zmpi_pieces_free(c, &z);
@@ -132,49 +110,29 @@ fn_fail:
 int zmpi_reduce_rsg(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op, int root)
 {
     zmpi_call_ran(c, ZMPI_REDUCE_RSG);
-    int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size, r = c->rank;
+    int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size, r = c->rank, go = 0;
     const void *in = (r == root && sendbuf == MPI_IN_PLACE) ? recvbuf : sendbuf;
     size_t *counts = NULL, *displs = NULL, es = c->es;
     unsigned char *own = NULL, *tmp = NULL;
 
-    if (count == 0)
+    ZMPI_CHECK(zmpi_reduce_begin(c, in, recvbuf, count, n, (double)n, &counts, &displs, &go));
+    if (!go)
         goto fn_exit;
-    if (n == 1) {
-        if (in != recvbuf)
-            memcpy(recvbuf, in, count * es);
-        goto fn_exit;
-    }
-    rc = zmpi_alloc((size_t)n * sizeof *counts, &counts);
-    if (rc)
-        goto fn_fail;
-    rc = zmpi_alloc((size_t)n * sizeof *displs, &displs);
-    if (rc)
-        goto fn_fail;
-    zmpi_blocks_even(count, n, counts, displs);
-    rc = zmpi_call_bound(c, (double)n, in, count);
-    if (rc)
-        goto fn_fail;
     if (r == root) {
         own = (unsigned char *)recvbuf + displs[r] * es;
     } else {
-        rc = zmpi_scratch_get(c, counts[r] * es, &tmp);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_scratch_get(c, counts[r] * es, &tmp));
         own = tmp;
     }
-    if (zmpi_is_pow2(n)) { /* recursive halving: log2 N messages instead of N - 1 */
-        rc = zmpi_halving_reduce_scatter_copy(c, in, own, count, counts, displs, op, ZMPI_TAG_REDUCE, &corrupt);
-    } else {
-        rc = zmpi_ring_reduce_scatter(c, in, own, counts, displs, op, ZMPI_TAG_REDUCE, &corrupt);
-    }
-    if (rc)
-        goto fn_fail;
-    if (r == root)
-        rc = gather_root(c, recvbuf, counts, displs, ZMPI_TAG_REDUCE, &corrupt);
+    if (zmpi_is_pow2(n)) /* recursive halving: log2 N messages instead of N - 1 */
+        ZMPI_CHECK(zmpi_halving_reduce_scatter_copy(c, in, own, count, counts, displs, op, ZMPI_TAG_REDUCE,
+                                                    &corrupt));
     else
-        rc = gather_send(c, own, counts[r], root, ZMPI_TAG_REDUCE);
-    if (rc)
-        goto fn_fail;
+        ZMPI_CHECK(zmpi_ring_reduce_scatter(c, in, own, counts, displs, op, ZMPI_TAG_REDUCE, &corrupt));
+    if (r == root)
+        ZMPI_CHECK(gather_root(c, recvbuf, counts, displs, ZMPI_TAG_REDUCE, &corrupt));
+    else
+        ZMPI_CHECK(gather_send(c, own, counts[r], root, ZMPI_TAG_REDUCE));
     rc = corrupt;
 fn_exit:
     free(counts);

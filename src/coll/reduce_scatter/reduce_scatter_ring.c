@@ -68,53 +68,31 @@ int zmpi_ring_reduce_scatter(zmpi_call *c, const void *in, void *out, const size
     }
     for (int b = 0; b < n; b++)
         maxc = counts[b] > maxc ? counts[b] : maxc;
-    rc = zmpi_scratch_get(c, maxc * es, &part);
-    if (rc)
-        goto fn_fail;
-    rc = zmpi_scratch_get(c, maxc * es, &inc);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_scratch_get(c, maxc * es, &part));
+    ZMPI_CHECK(zmpi_scratch_get(c, maxc * es, &inc));
     for (int s = 0; s < n - 1; s++) {
         int ob = (r - s - 1 + n) % n, ib = (r - s - 2 + 2 * n) % n;
         const void *send = s == 0 ? src + displs[ob] * es : part;
-        rc = zmpi_pieces_layout(c, &pout, counts[ob]);
-        if (rc)
-            goto fn_fail;
-        rc = zmpi_pieces_layout(c, &pin, counts[ib]);
-        if (rc)
-            goto fn_fail;
-        rc = zmpi_xchg_start(c, &x, tag, left, &pin, right, &pout);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_pieces_layout(c, &pout, counts[ob]));
+        ZMPI_CHECK(zmpi_pieces_layout(c, &pin, counts[ib]));
+        ZMPI_CHECK(zmpi_xchg_start(c, &x, tag, left, &pin, right, &pout));
         for (size_t j = 0; j < pout.n; j++) {
-            rc = zmpi_pieces_compress(c, &pout, j, send);
-            if (rc)
-                goto fn_fail;
-            rc = zmpi_xchg_send(&x, j);
-            if (rc)
-                goto fn_fail;
-            rc = zmpi_xchg_poll(&x);
-            if (rc)
-                goto fn_fail;
+            ZMPI_CHECK(zmpi_pieces_compress(c, &pout, j, send));
+            ZMPI_CHECK(zmpi_xchg_send(&x, j));
+            ZMPI_CHECK(zmpi_xchg_poll(&x));
         }
         for (size_t j = 0; j < pin.n; j++) {
             size_t first = zmpi_pieces_first(&pin, j);
-            rc = zmpi_xchg_wait_piece(&x, j);
-            if (rc)
-                goto fn_fail;
+            ZMPI_CHECK(zmpi_xchg_wait_piece(&x, j));
             /* a corrupt piece is reported at the end; the ring goes on so that
              * no other rank waits forever */
             int e = zmpi_pieces_decompress(c, &pin, j, inc);
             if (e)
                 *corrupt = MPI_ERR_OTHER;
-            rc = zmpi_reduce_local(c, src + (displs[ib] + first) * es, inc + first * es,
-                                   zmpi_pieces_count(&pin, j), op);
-            if (rc)
-                goto fn_fail;
+            ZMPI_CHECK(zmpi_reduce_local(c, src + (displs[ib] + first) * es, inc + first * es,
+                                         zmpi_pieces_count(&pin, j), op));
         }
-        rc = zmpi_xchg_wait(&x);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_xchg_wait(&x));
         t = part;
         part = inc;
         inc = t;
@@ -131,19 +109,15 @@ fn_fail:
     goto fn_exit;
 }
 
-int zmpi_reduce_scatter_run(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Op op,
-                            int halving)
+int zmpi_reduce_scatter_run(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
+                            MPI_Op op, int halving)
 {
     int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     size_t *counts = NULL, *displs = NULL, total = 0;
 
-    rc = zmpi_alloc((size_t)n * sizeof *counts, &counts);
-    if (rc)
-        goto fn_fail;
-    rc = zmpi_alloc((size_t)n * sizeof *displs, &displs);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_alloc((size_t)n * sizeof *counts, &counts));
+    ZMPI_CHECK(zmpi_alloc((size_t)n * sizeof *displs, &displs));
     for (int b = 0; b < n; b++) {
         counts[b] = (size_t)recvcounts[b];
         displs[b] = total;
@@ -156,16 +130,13 @@ int zmpi_reduce_scatter_run(zmpi_call *c, const void *sendbuf, void *recvbuf, co
             memcpy(recvbuf, in, counts[0] * c->es);
         goto fn_exit;
     }
-    rc = zmpi_call_bound(c, (double)(n - 1), in, total);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_call_bound(c, (double)(n - 1), in, total));
     if (halving)
-        rc = zmpi_halving_reduce_scatter_copy(c, in, recvbuf, total, counts, displs, op, ZMPI_TAG_REDUCE_SCATTER,
-                                              &corrupt);
+        ZMPI_CHECK(zmpi_halving_reduce_scatter_copy(c, in, recvbuf, total, counts, displs, op,
+                                                    ZMPI_TAG_REDUCE_SCATTER, &corrupt));
     else
-        rc = zmpi_ring_reduce_scatter(c, in, recvbuf, counts, displs, op, ZMPI_TAG_REDUCE_SCATTER, &corrupt);
-    if (rc)
-        goto fn_fail;
+        ZMPI_CHECK(
+            zmpi_ring_reduce_scatter(c, in, recvbuf, counts, displs, op, ZMPI_TAG_REDUCE_SCATTER, &corrupt));
     rc = corrupt;
 fn_exit:
     free(counts);

@@ -1,5 +1,6 @@
 /*
- * Scatter(v), binomial tree, compress once (each block compressed once at its origin, decompressed once at its destination).
+ * Scatter(v), binomial tree, compress once (each block compressed once at its origin, decompressed once at
+ * its destination).
  *
  * Virtual ranks v = (rank - root) mod N; Z_v = the compressed part of v.
  * 8 ranks:
@@ -47,11 +48,8 @@ static int root_side(zmpi_call *c, const void *sendbuf, const int *sendcounts, c
     for (int i = 0; i < size; i++)
         if (i != root)
             total += zmpi_dm_cap(c, (size_t)sendcounts[i]);
-    rc = zmpi_scratch_get(c, total, &z);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)size * sizeof *dir, &dir);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_scratch_get(c, total, &z));
+    ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *dir, &dir));
     /* children of the root in sending order: subtrees [m, min(2m, N)) */
     for (int m = zmpi_dm_lowbit(0, size) >> 1; m > 0; m >>= 1) {
         if (m >= size)
@@ -62,30 +60,16 @@ static int root_side(zmpi_call *c, const void *sendbuf, const int *sendcounts, c
             int i = zmpi_dm_real(v, root, size);
             size_t n = (size_t)sendcounts[i], len = 0;
             const char *src = (const char *)sendbuf + (ptrdiff_t)displs[i] * (ptrdiff_t)c->es;
-            rc = zmpi_dm_compress(c, src, n, z + off, zmpi_dm_cap(c, n), &len);
-            if (rc)
-                goto fn_fail;
+            ZMPI_CHECK(zmpi_dm_compress(c, src, n, z + off, zmpi_dm_cap(c, n), &len));
             dir[v] = len;
             off += len;
         }
-        rc = zmpi_dm_isend_bundle(c, dir + m, end - m, z + first, zmpi_dm_real(m, root, size),
-                                  ZMPI_TAG_SCATTER, &r);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_progress(&r);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_dm_isend_bundle(c, dir + m, end - m, z + first, zmpi_dm_real(m, root, size),
+                                        ZMPI_TAG_SCATTER, &r));
+        ZMPI_CHECK(zmpi_dm_progress(&r));
     }
-    if (recvbuf != MPI_IN_PLACE && sendcounts[root] > 0) {
-        if (sendcounts[root] > recvcount) {
-            rc = MPI_ERR_TRUNCATE;
-            goto fn_fail;
-        }
-        memcpy(recvbuf, (const char *)sendbuf + (ptrdiff_t)displs[root] * (ptrdiff_t)c->es,
-               (size_t)sendcounts[root] * c->es);
-    }
-    rc = zmpi_dm_waitall(&r);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_dm_scatter_own(c, sendbuf, sendcounts, displs, recvbuf, recvcount, root));
+    ZMPI_CHECK(zmpi_dm_waitall(&r));
 fn_exit:
     zmpi_dm_reqs_free(&r);
     free(dir);
@@ -104,7 +88,7 @@ int zmpi_scatterv_binomial(zmpi_call *c, const void *sendbuf, const int *sendcou
     int sub = zmpi_dm_subtree(v, size), low = zmpi_dm_lowbit(v, size);
     unsigned char *z = NULL;
     uint64_t *dir = NULL;
-    size_t *pre = NULL, total = 0;
+    size_t *pre = NULL;
     zmpi_dm_reqs r = {0};
 
     if (size < 2)
@@ -114,36 +98,17 @@ int zmpi_scatterv_binomial(zmpi_call *c, const void *sendbuf, const int *sendcou
         goto fn_exit;
     }
     int parent = zmpi_dm_real(v - low, root, size);
-    rc = zmpi_alloc((size_t)sub * sizeof *dir, &dir);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc(((size_t)sub + 1) * sizeof *pre, &pre);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_dm_recv_bundle_dir(c, dir, sub, parent, ZMPI_TAG_SCATTER);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_dm_dir_total(dir, sub, &total);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_scratch_get(c, total, &z);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_dm_recv(c, z, total, parent, ZMPI_TAG_SCATTER);
-    if (rc)
-        goto fn_fail;
-    pre[0] = 0;
-    for (int k = 0; k < sub; k++)
-        pre[k + 1] = pre[k] + (size_t)dir[k];
+    ZMPI_CHECK(zmpi_dm_recv_bundle(c, sub, parent, ZMPI_TAG_SCATTER, &dir, &pre, &z));
     /* forward the children's bundles: child v + m holds [m, min(2m, sub)) of ours */
     for (int m = low >> 1; m > 0; m >>= 1) {
         if (m >= sub)
             continue;
         int end = 2 * m < sub ? 2 * m : sub;
-        rc = zmpi_dm_isend_bundle(c, dir + m, end - m, z + pre[m], zmpi_dm_real(v + m, root, size),
-                                  ZMPI_TAG_SCATTER, &r);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_dm_isend_bundle(c, dir + m, end - m, z + pre[m], zmpi_dm_real(v + m, root, size),
+                                        ZMPI_TAG_SCATTER, &r));
     }
     drc = zmpi_dm_decompress(c, z, (size_t)dir[0], recvbuf, (size_t)recvcount);
-    rc = zmpi_dm_waitall(&r);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_dm_waitall(&r));
     rc = drc;
 fn_exit:
     zmpi_dm_reqs_free(&r);

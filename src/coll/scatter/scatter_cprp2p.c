@@ -43,21 +43,12 @@
  * reports it as well) and this rank returns MPI_ERR_OTHER after finishing
  * its sends, so no rank waits forever.
  */
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "coll/common/movement.h"
 #include "coll/scatter/scatter.h"
-
-static int ceil_log2(int n)
-{
-    int d = 0;
-    while ((1L << d) < n)
-        d++;
-    return d;
-}
 
 /* Per-compression bound (collective in result scope with REL). The range
  * of all parts is known at the root only: it enters zmpi_call_bound as the
@@ -93,145 +84,118 @@ static int set_bound(zmpi_call *c, const void *sendbuf, const int *sendcounts, c
             }
         }
     }
-    return zmpi_call_bound(c, ceil_log2(c->size), &mm, n);
+    return zmpi_call_bound(c, zmpi_ceil_log2(c->size), &mm, n);
 }
 
-/* Elements of a received stream from its header; SIZE_MAX if it is not a
- * valid stream of the call's dtype (0 for an empty block). */
-static size_t stream_count(const zmpi_call *c, const void *src, size_t len)
-{
-    zmpi_stream_info info;
-    if (len == 0)
-        return 0;
-    if (zmpi_stream_info_get(src, len, &info) != ZMPI_OK || info.dtype != c->dt || info.count > INT_MAX)
-        return SIZE_MAX;
-    return (size_t)info.count;
-}
+/* A non-root rank's bundle as received (dir, pre, zin) and as forwarded:
+ * cnt[k] the elements of part k (SIZE_MAX: not a valid stream), opre[k]
+ * its slot in zout, odir[k] its recompressed size. */
+typedef struct fw_state {
+    int v, low, sub, root, corrupt;
+    uint64_t *dir, *odir;
+    size_t *pre, *cnt, *opre, maxn;
+    unsigned char *zin, *zout, *tmp;
+} fw_state;
 
-/* One hop of a forwarded part: decompress the len-byte stream src of n
- * elements into tmp, compress it again into dst (cap >= max(zmpi_dm_cap(n),
- * len)). A stream that does not decode is copied unchanged and *corrupt
- * set. Returns non-zero only on an internal error. */
-static int rehop(zmpi_call *c, const unsigned char *src, size_t len, size_t n, void *tmp, unsigned char *dst,
-                 size_t cap, size_t *olen, int *corrupt)
+/* Slots for the recompressed parts of the subtree (vranks 1 .. sub-1 of
+ * ours): the worst case of each part's count, or its received size if it
+ * must be passed on unchanged; zout and tmp (the largest part) to match. */
+static int layout_slots(zmpi_call *c, fw_state *s)
 {
-    if (n == SIZE_MAX || (n > 0 && zmpi_block_decompress(c, src, len, tmp, n) != MPI_SUCCESS)) {
-        memcpy(dst, src, len);
-        *olen = len;
-        *corrupt = MPI_ERR_OTHER;
-        return MPI_SUCCESS;
+    int rc = MPI_SUCCESS;
+    s->opre[0] = s->opre[1] = 0;
+    for (int k = 1; k < s->sub; k++) {
+        size_t len = (size_t)s->dir[k], w;
+        s->cnt[k] = zmpi_dm_stream_count(c, s->zin + s->pre[k], len);
+        w = s->cnt[k] == SIZE_MAX ? len : zmpi_dm_cap(c, s->cnt[k]);
+        w = w > len ? w : len;
+        if (s->cnt[k] != SIZE_MAX && s->cnt[k] > s->maxn)
+            s->maxn = s->cnt[k];
+        if (w > SIZE_MAX - s->opre[k]) {
+            rc = MPI_ERR_OTHER;
+            goto fn_fail;
+        }
+        s->opre[k + 1] = s->opre[k] + w;
     }
-    return zmpi_dm_compress(c, tmp, n, dst, cap, olen);
+    ZMPI_CHECK(zmpi_scratch_get(c, s->opre[s->sub], &s->zout));
+    ZMPI_CHECK(zmpi_scratch_get(c, s->maxn * c->es, &s->tmp));
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+/* Children v + m in sending order (largest subtree first): decompress and
+ * recompress the parts [m, min(2m, sub)) of ours, packed from opre[m] on
+ * (each stream is no longer than its slot, so the space left always holds
+ * the worst case of the remaining parts), and send each bundle at once. */
+static int forward(zmpi_call *c, fw_state *s, zmpi_dm_reqs *r)
+{
+    int rc = MPI_SUCCESS;
+    for (int m = s->low >> 1; m > 0; m >>= 1) {
+        if (m >= s->sub)
+            continue;
+        int end = 2 * m < s->sub ? 2 * m : s->sub;
+        size_t pos = s->opre[m];
+        for (int k = m; k < end; k++) {
+            size_t olen = 0;
+            ZMPI_CHECK(zmpi_dm_rehop(c, s->zin + s->pre[k], (size_t)s->dir[k], s->cnt[k], s->tmp,
+                                     s->zout + pos, s->opre[end] - pos, &olen, &s->corrupt));
+            s->odir[k] = olen;
+            pos += olen;
+        }
+        ZMPI_CHECK(zmpi_dm_isend_bundle(c, s->odir + m, end - m, s->zout + s->opre[m],
+                                        zmpi_dm_real(s->v + m, s->root, c->size), ZMPI_TAG_SCATTER, r));
+        ZMPI_CHECK(zmpi_dm_progress(r));
+    }
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
 }
 
 int zmpi_scatterv_cprp2p(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs,
                          void *recvbuf, int recvcount, int root)
 {
     zmpi_call_ran(c, ZMPI_SCATTER_CPRP2P);
-    int rc = MPI_SUCCESS, drc = MPI_SUCCESS, corrupt = MPI_SUCCESS, size = c->size;
-    int v = (c->rank - root + size) % size;
-    int sub = zmpi_dm_subtree(v, size), low = zmpi_dm_lowbit(v, size);
-    unsigned char *zin = NULL, *zout = NULL, *tmp = NULL;
-    uint64_t *dir = NULL, *odir = NULL;
-    size_t *pre = NULL, *cnt = NULL, *opre = NULL, total = 0, maxn = 0;
+    int rc = MPI_SUCCESS, drc = MPI_SUCCESS, size = c->size;
+    fw_state s;
     zmpi_dm_reqs r = {0};
 
+    memset(&s, 0, sizeof s);
     if (size < 2)
         goto fn_exit;
-    rc = set_bound(c, sendbuf, sendcounts, displs, root);
-    if (rc)
-        goto fn_fail;
-    if (v == 0) {
+    ZMPI_CHECK(set_bound(c, sendbuf, sendcounts, displs, root));
+    s.root = root;
+    s.v = (c->rank - root + size) % size;
+    s.sub = zmpi_dm_subtree(s.v, size);
+    s.low = zmpi_dm_lowbit(s.v, size);
+    if (s.v == 0) {
         /* the root compresses each part once and sends the bundles: binomial's root */
         rc = zmpi_scatterv_binomial(c, sendbuf, sendcounts, displs, recvbuf, recvcount, root);
         zmpi_call_ran(c, ZMPI_SCATTER_CPRP2P); /* binomial reported itself: this is cprp2p's root */
         goto fn_exit;
     }
-    int parent = zmpi_dm_real(v - low, root, size);
-    rc = zmpi_alloc((size_t)sub * sizeof *dir, &dir);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)sub * sizeof *odir, &odir);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)sub * sizeof *cnt, &cnt);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc(((size_t)sub + 1) * sizeof *pre, &pre);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc(((size_t)sub + 1) * sizeof *opre, &opre);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_dm_recv_bundle_dir(c, dir, sub, parent, ZMPI_TAG_SCATTER);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_dm_dir_total(dir, sub, &total);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_scratch_get(c, total, &zin);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_dm_recv(c, zin, total, parent, ZMPI_TAG_SCATTER);
-    if (rc)
-        goto fn_fail;
-    pre[0] = 0;
-    for (int k = 0; k < sub; k++)
-        pre[k + 1] = pre[k] + (size_t)dir[k];
-    /* slots for the recompressed parts of the subtree (vranks 1 .. sub-1 of
-     * ours): the worst case of each part's count, or its received size if
-     * it must be passed on unchanged */
-    opre[0] = opre[1] = 0;
-    for (int k = 1; k < sub; k++) {
-        size_t len = (size_t)dir[k], w;
-        cnt[k] = stream_count(c, zin + pre[k], len);
-        w = cnt[k] == SIZE_MAX ? len : zmpi_dm_cap(c, cnt[k]);
-        w = w > len ? w : len;
-        if (cnt[k] != SIZE_MAX && cnt[k] > maxn)
-            maxn = cnt[k];
-        if (w > SIZE_MAX - opre[k]) {
-            rc = MPI_ERR_OTHER;
-            goto fn_fail;
-        }
-        opre[k + 1] = opre[k] + w;
-    }
-    rc = zmpi_scratch_get(c, opre[sub], &zout);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_scratch_get(c, maxn * c->es, &tmp);
-    if (rc)
-        goto fn_fail;
-    /* children v + m in sending order (largest subtree first): decompress
-     * and recompress the parts [m, min(2m, sub)) of ours, packed from
-     * opre[m] on (each stream is no longer than its slot, so the space left
-     * always holds the worst case of the remaining parts) */
-    for (int m = low >> 1; m > 0; m >>= 1) {
-        if (m >= sub)
-            continue;
-        int end = 2 * m < sub ? 2 * m : sub;
-        size_t pos = opre[m];
-        for (int k = m; k < end; k++) {
-            size_t olen = 0;
-            rc = rehop(c, zin + pre[k], (size_t)dir[k], cnt[k], tmp, zout + pos, opre[end] - pos, &olen,
-                       &corrupt);
-            if (rc)
-                goto fn_fail;
-            odir[k] = olen;
-            pos += olen;
-        }
-        rc = zmpi_dm_isend_bundle(c, odir + m, end - m, zout + opre[m], zmpi_dm_real(v + m, root, size),
-                                  ZMPI_TAG_SCATTER, &r);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_progress(&r);
-        if (rc)
-            goto fn_fail;
-    }
-    drc = zmpi_dm_decompress(c, zin, (size_t)dir[0], recvbuf, (size_t)recvcount);
-    rc = zmpi_dm_waitall(&r);
-    if (rc)
-        goto fn_fail;
-    rc = drc ? drc : corrupt;
+    ZMPI_CHECK(zmpi_dm_recv_bundle(c, s.sub, zmpi_dm_real(s.v - s.low, root, size), ZMPI_TAG_SCATTER, &s.dir,
+                                   &s.pre, &s.zin));
+    ZMPI_CHECK(zmpi_alloc((size_t)s.sub * sizeof *s.odir, &s.odir));
+    ZMPI_CHECK(zmpi_alloc((size_t)s.sub * sizeof *s.cnt, &s.cnt));
+    ZMPI_CHECK(zmpi_alloc(((size_t)s.sub + 1) * sizeof *s.opre, &s.opre));
+    ZMPI_CHECK(layout_slots(c, &s));
+    ZMPI_CHECK(forward(c, &s, &r));
+    drc = zmpi_dm_decompress(c, s.zin, (size_t)s.dir[0], recvbuf, (size_t)recvcount);
+    ZMPI_CHECK(zmpi_dm_waitall(&r));
+    rc = drc ? drc : s.corrupt;
 fn_exit:
     zmpi_dm_reqs_free(&r);
-    zmpi_scratch_put(c, tmp);
-    zmpi_scratch_put(c, zout);
-    zmpi_scratch_put(c, zin);
-    free(opre);
-    free(pre);
-    free(cnt);
-    free(odir);
-    free(dir);
+    zmpi_scratch_put(c, s.tmp);
+    zmpi_scratch_put(c, s.zout);
+    zmpi_scratch_put(c, s.zin);
+    free(s.opre);
+    free(s.pre);
+    free(s.cnt);
+    free(s.odir);
+    free(s.dir);
     return rc;
 fn_fail:
     goto fn_exit;

@@ -39,15 +39,10 @@ int zmpi_scatterv_linear(zmpi_call *c, const void *sendbuf, const int *sendcount
         size_t cap = zmpi_dm_cap(c, (size_t)recvcount);
         if (cap == 0)
             goto fn_exit; /* nothing to receive */
-        rc = zmpi_scratch_get(c, cap, &z);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_vrecv_post(c, &in, z, cap, root, ZMPI_TAG_SCATTER);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_vrecv_wait(c, &in);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_decompress(c, z, in.len, recvbuf, (size_t)recvcount);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_scratch_get(c, cap, &z));
+        ZMPI_CHECK(zmpi_dm_vrecv_post(c, &in, z, cap, root, ZMPI_TAG_SCATTER));
+        ZMPI_CHECK(zmpi_dm_vrecv_wait(c, &in));
+        ZMPI_CHECK(zmpi_dm_decompress(c, z, in.len, recvbuf, (size_t)recvcount));
         goto fn_exit;
     }
 
@@ -56,35 +51,19 @@ int zmpi_scatterv_linear(zmpi_call *c, const void *sendbuf, const int *sendcount
     for (int i = 0; i < size; i++)
         if (i != root)
             total += zmpi_dm_cap(c, (size_t)sendcounts[i]);
-    rc = zmpi_scratch_get(c, total, &z);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_alloc((size_t)size * sizeof *lenbuf, &lenbuf);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_scratch_get(c, total, &z));
+    ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *lenbuf, &lenbuf));
     for (int j = 1; j < size; j++) {
         int i = (root + j) % size;
         size_t n = (size_t)sendcounts[i], cap = zmpi_dm_cap(c, n), len = 0;
         const char *src = (const char *)sendbuf + (ptrdiff_t)displs[i] * (ptrdiff_t)c->es;
-        rc = zmpi_dm_compress(c, src, n, z + off, cap, &len);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_isend_var(c, z + off, len, cap, i, ZMPI_TAG_SCATTER, &lenbuf[i], &r);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_progress(&r);
-        if (rc)
-            goto fn_fail;
+        ZMPI_CHECK(zmpi_dm_compress(c, src, n, z + off, cap, &len));
+        ZMPI_CHECK(zmpi_dm_isend_var(c, z + off, len, cap, i, ZMPI_TAG_SCATTER, &lenbuf[i], &r));
+        ZMPI_CHECK(zmpi_dm_progress(&r));
         off += len; /* what remains is still >= the worst case of the remaining parts */
     }
-    if (recvbuf != MPI_IN_PLACE && sendcounts[root] > 0) {
-        if (sendcounts[root] > recvcount) {
-            rc = MPI_ERR_TRUNCATE;
-            goto fn_fail;
-        }
-        memcpy(recvbuf, (const char *)sendbuf + (ptrdiff_t)displs[root] * (ptrdiff_t)c->es,
-               (size_t)sendcounts[root] * c->es);
-    }
-    rc = zmpi_dm_waitall(&r);
-    if (rc)
-        goto fn_fail;
+    ZMPI_CHECK(zmpi_dm_scatter_own(c, sendbuf, sendcounts, displs, recvbuf, recvcount, root));
+    ZMPI_CHECK(zmpi_dm_waitall(&r));
 fn_exit:
     zmpi_dm_reqs_free(&r);
     free(lenbuf);
