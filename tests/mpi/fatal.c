@@ -8,11 +8,7 @@
  * Every case must end the job with a non-zero status and the message; this
  * program prints "NOT STOPPED" if it gets past the error.
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "zmpi/zmpi.h"
+#include "mpitest.h" /* mt_xmalloc only: this program keeps the default error handler */
 
 int main(int argc, char **argv)
 {
@@ -21,7 +17,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *what = argc > 1 ? argv[1] : "env";
-    float *a = calloc((size_t)n, 4);
+    float *a = mt_xmalloc((size_t)n * 4);
     for (int i = 0; i < n; i++)
         a[i] = 1.0f + (float)(i % 7) * 1e-4f; /* compresses well: the stream fits the small receive */
     ZMPI_Config cfg;

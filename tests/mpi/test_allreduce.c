@@ -3,7 +3,7 @@
  * number of ranks.
  *
  * Every element of every lossy result is checked against plain MPI's
- * result on the same inputs and the documented bound (reduction_util.h):
+ * result on the same inputs and the documented bound (reduction.h):
  * result scope: the user's bound (REL: rel * (max - min) of all inputs);
  * message scope: N compressions (ring, rhd) or 2N-2 (cprp2p) of the user's
  * bound.
@@ -20,38 +20,21 @@
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdlib.h>
 
-#include "reduction_util.h"
+#include "reduction.h"
 
 static mt_state T;
 static MPI_Comm comm;
 static int rank, nranks, id_ring, id_cprp2p, id_rhd;
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "test_allreduce: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
-}
-
-static ZMPI_Stats stats(void)
-{
-    ZMPI_Stats s;
-    memset(&s, 0, sizeof s);
-    ZMPI_Comm_get_stats(comm, &s);
-    return s;
-}
 
 /* One compressed Allreduce, checked. report: print max error / bound and
  * the compression ratio (rank 0). Returns 1 if all ranks got identical results. */
 static int one(const rt_case *k, size_t n, int inplace, rt_data data, int algo, size_t chunk, int report)
 {
     size_t es = rt_es(k->type), wn = n * (size_t)rt_mult(k->op);
-    void *in = xmalloc(n * es), *got = xmalloc(n * es);
-    void *win = xmalloc(wn * rt_wes(k->type)), *wref = xmalloc(wn * rt_wes(k->type));
+    void *in = mt_xmalloc(n * es), *got = mt_xmalloc(n * es);
+    void *win = mt_xmalloc(wn * rt_wes(k->type)), *wref = mt_xmalloc(wn * rt_wes(k->type));
     const char *aname = algo == id_cprp2p ? "cprp2p" : algo == id_rhd ? "rhd" : "ring";
+    char what[200];
     int rc, same;
 
     rt_fill(in, n, k->type, rank, data, k->op);
@@ -61,47 +44,35 @@ static int one(const rt_case *k, size_t n, int inplace, rt_data data, int algo, 
 
     rc = rt_config(comm, k, 0, chunk, ZMPI_COLL_ALLREDUCE, algo);
     MT_CHECK(&T, rc == MPI_SUCCESS, "config rc %d", rc);
-    ZMPI_Stats s0 = stats();
+    ZMPI_Stats s0 = mt_stats(comm);
     if (inplace) {
         memcpy(got, in, n * es);
         rc = ZMPI_Allreduce(MPI_IN_PLACE, got, (int)n, k->type, k->op, comm);
     } else {
         rc = ZMPI_Allreduce(in, got, (int)n, k->type, k->op, comm);
     }
-    ZMPI_Stats s1 = stats();
+    ZMPI_Stats s1 = mt_stats(comm);
     MT_CHECK(&T, rc == MPI_SUCCESS, "ZMPI_Allreduce rc %d", rc);
-    if (nranks > 1)
-        MT_CHECK(&T, s1.compressed == s0.compressed + 1, "%s n=%zu: not run compressed", aname, n);
-    else
-        MT_CHECK(&T, s1.fallback_small == s0.fallback_small + 1, "np=1 must fall back");
+    snprintf(what, sizeof what, "%s n=%zu", aname, n);
+    rt_check_compressed(&T, &s0, &s1, what);
     mt_check_algo(&T, comm, ZMPI_COLL_ALLREDUCE, algo, nranks > 1, aname);
     mt_check_only(&T, &s0, &s1, ZMPI_COLL_ALLREDUCE, aname);
 
     int extra = algo == id_cprp2p ? nranks - 1 : 1;
     double bound = rt_bound(k, R, nranks, nranks - 1, extra); /* rhd: a tree of N-1 merges, partials no wider */
-    rt_result res = rt_check(k, got, wref, n, bound, nranks);
-    MT_CHECK(&T, res.bad == 0,
-             "%s %s %s %s %s n=%zu inplace=%d data=%d: %zu elements beyond bound %g (first %ld: got %.9g "
-             "ref %.9Lg), worst %g",
-             aname, k->type == MPI_FLOAT ? "float" : "double", k->mode == ZMPI_EB_ABS ? "abs" : "rel",
-             k->scope == ZMPI_SCOPE_RESULT ? "result" : "message", rt_op_name(k->op), n, inplace,
-             (int)data, res.bad, bound, res.first_bad,
-             res.first_bad >= 0 ? mt_get(got, (size_t)res.first_bad, k->type) : 0.0,
-             res.first_bad >= 0 ? rt_wget(wref, (size_t)res.first_bad * (size_t)rt_mult(k->op), k->type) : 0.0L,
-             res.worst);
+    snprintf(what, sizeof what, "%s %s %s %s %s n=%zu inplace=%d data=%d", aname, rt_type_name(k->type),
+             rt_mode_name(k->mode), rt_scope_name(k->scope), rt_op_name(k->op), n, inplace, (int)data);
+    rt_result res = rt_check_result(&T, what, k, got, wref, n, bound);
     same = rt_same_everywhere(rt_hash(got, n * es), comm);
     if (algo != id_cprp2p)
         MT_CHECK(&T, same, "%s: ranks got different results (n=%zu)", aname, n);
     if (report) {
         double ratio = res.ratio, worst = 0;
-        unsigned long long raw = s1.bytes_raw - s0.bytes_raw, sent = s1.bytes_sent - s0.bytes_sent;
         MPI_Reduce(&ratio, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+        snprintf(what, sizeof what, "allreduce %-6s %-6s %s %-7s %s n=%zu np=%d", aname, rt_type_name(k->type),
+                 rt_mode_name(k->mode), rt_scope_name(k->scope), rt_op_name(k->op), n, nranks);
         if (rank == 0)
-            printf("REPORT allreduce %-6s %-6s %s %-7s %s n=%zu np=%d: max err / bound = %.3f (bound %.3g), "
-                   "ratio %.2f\n",
-                   aname, k->type == MPI_FLOAT ? "float" : "double", k->mode == ZMPI_EB_ABS ? "abs" : "rel",
-                   k->scope == ZMPI_SCOPE_RESULT ? "result" : "message", rt_op_name(k->op), n, nranks, worst,
-                   bound, sent ? (double)raw / (double)sent : 0.0);
+            rt_print_report(what, worst, bound, s1.bytes_raw - s0.bytes_raw, s1.bytes_sent - s0.bytes_sent);
     }
     free(in);
     free(got);
@@ -110,30 +81,17 @@ static int one(const rt_case *k, size_t n, int inplace, rt_data data, int algo, 
     return same;
 }
 
-static double eb_for(zmpi_eb_mode mode)
-{
-    return mode == ZMPI_EB_ABS ? 1e-2 : 1e-4;
-}
-
 /* Every (type, mode, scope, op) once; counts 0, 1, < ranks, not divisible
  * by ranks and 1000 cycle through them (every op meets every count), in
  * place every other call. Small chunks: several pieces per block. */
 static void lossy_matrix(void)
 {
-    MPI_Datatype types[2] = {MPI_FLOAT, MPI_DOUBLE};
-    zmpi_eb_mode modes[2] = {ZMPI_EB_ABS, ZMPI_EB_REL};
-    ZMPI_Scope scopes[2] = {ZMPI_SCOPE_RESULT, ZMPI_SCOPE_MESSAGE};
-    MPI_Op ops[3] = {MPI_SUM, MPI_MIN, MPI_MAX};
     size_t counts[5] = {0, 1, (size_t)(nranks > 1 ? nranks - 1 : 0), (size_t)(7 * nranks + 3), 1000};
-    int i = 0;
-    for (int ti = 0; ti < 2; ti++)
-        for (int mi = 0; mi < 2; mi++)
-            for (int si = 0; si < 2; si++)
-                for (int oi = 0; oi < 3; oi++, i++) {
-                    rt_case k = {types[ti], modes[mi], eb_for(modes[mi]), scopes[si], ops[oi]};
-                    one(&k, counts[i % 5], (i / 5) % 2, RT_FIELD, id_ring, 64, 0);
-                    one(&k, counts[(i + 2) % 5], (i / 5 + 1) % 2, RT_FIELD, id_rhd, 64, 0);
-                }
+    for (int i = 0; i < RT_MATRIX; i++) {
+        rt_case k = rt_matrix_case(i);
+        one(&k, counts[i % 5], (i / 5) % 2, RT_FIELD, id_ring, 64, 0);
+        one(&k, counts[(i + 2) % 5], (i / 5 + 1) % 2, RT_FIELD, id_rhd, 64, 0);
+    }
 }
 
 /* 2^20 elements of a real field (each rank its own part of it). The full
@@ -143,19 +101,14 @@ static void lossy_matrix(void)
  * (with MIN and MAX below). */
 static void large(void)
 {
-    MPI_Datatype types[2] = {MPI_FLOAT, MPI_DOUBLE};
-    zmpi_eb_mode modes[2] = {ZMPI_EB_ABS, ZMPI_EB_REL};
-    ZMPI_Scope scopes[2] = {ZMPI_SCOPE_RESULT, ZMPI_SCOPE_MESSAGE};
     size_t n = (size_t)1 << 20;
-    int full = getenv("ZMPI_TEST_FULL") != NULL, i = 0;
-    for (int ti = 0; ti < 2; ti++)
-        for (int mi = 0; mi < 2; mi++)
-            for (int si = 0; si < 2; si++, i++) {
-                if (!full && !(ti == mi && mi == si))
-                    continue;
-                rt_case k = {types[ti], modes[mi], eb_for(modes[mi]), scopes[si], MPI_SUM};
-                one(&k, n, i % 2, RT_FIELD, id_ring, 65536, 1);
-            }
+    int full = getenv("ZMPI_TEST_FULL") != NULL;
+    for (int i = 0; i < RT_SUM_CASES; i++) {
+        if (!full && i != 0 && i != 7)
+            continue; /* float/ABS/result and double/REL/message */
+        rt_case k = rt_sum_case(i);
+        one(&k, n, i % 2, RT_FIELD, id_ring, 65536, 1);
+    }
     rt_case kmin = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_MIN};
     rt_case kmax = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_MAX};
     one(&kmin, n, 1, RT_FIELD, id_ring, 65536, 1);
@@ -202,7 +155,8 @@ static void lossless(void)
     for (int oi = 0; oi < 2; oi++) {
         rt_case k = {oi ? MPI_FLOAT : MPI_DOUBLE, ZMPI_EB_NONE, 0, ZMPI_SCOPE_RESULT, ops[oi]};
         size_t es = rt_es(k.type), wn = n * (size_t)rt_mult(k.op);
-        void *in = xmalloc(n * es), *got = xmalloc(n * es), *win = xmalloc(wn * 8), *wref = xmalloc(wn * 8);
+        void *in = mt_xmalloc(n * es), *got = mt_xmalloc(n * es);
+        void *win = mt_xmalloc(wn * 8), *wref = mt_xmalloc(wn * 8);
         rt_fill(in, n, k.type, rank, RT_FIELD, k.op);
         rt_widen(in, n, k.type, k.op, win);
         MPI_Allreduce(win, wref, (int)wn, rt_wtype(k.type), k.op, comm);
@@ -213,9 +167,9 @@ static void lossless(void)
         cfg.min_bytes = 0;
         int rc = ZMPI_Comm_set_config(comm, &cfg);
         MT_CHECK(&T, rc == MPI_SUCCESS, "lossless config rc %d", rc);
-        ZMPI_Stats s0 = stats();
+        ZMPI_Stats s0 = mt_stats(comm);
         rc = ZMPI_Allreduce(in, got, (int)n, k.type, k.op, comm);
-        ZMPI_Stats s1 = stats();
+        ZMPI_Stats s1 = mt_stats(comm);
         MT_CHECK(&T, rc == MPI_SUCCESS, "lossless rc %d", rc);
         if (nranks > 1)
             MT_CHECK(&T, s1.compressed == s0.compressed + 1, "lossless: not run compressed");
@@ -254,7 +208,7 @@ static void algorithms(void)
     /* each type with both modes and both scopes (a Latin square) */
     for (int ti = 0; ti < 2; ti++)
         for (int mi = 0; mi < 2; mi++, i++) {
-            rt_case k = {types[ti], modes[mi], eb_for(modes[mi]), scopes[(ti + mi) % 2], ops[i % 3]};
+            rt_case k = {types[ti], modes[mi], rt_eb_for(modes[mi]), scopes[(ti + mi) % 2], ops[i % 3]};
             one(&k, i % 2 ? 1000 : (size_t)(3 * nranks + 1), i % 2, RT_FIELD, id_cprp2p, 64, 0);
         }
     size_t n = (size_t)1 << 20;
@@ -272,27 +226,20 @@ static void algorithms(void)
 static void fallback_one(const char *what, const void *in, size_t bytes, int count, MPI_Datatype type,
                          MPI_Op op, int inplace, int expect_type, int expect_small, int expect_config)
 {
-    void *a = xmalloc(bytes), *b = xmalloc(bytes);
+    void *a = mt_xmalloc(bytes), *b = mt_xmalloc(bytes);
     int rc;
     MPI_Allreduce(in, a, count, type, op, comm);
-    ZMPI_Stats s0 = stats();
+    ZMPI_Stats s0 = mt_stats(comm);
     if (inplace) {
         memcpy(b, in, bytes);
         rc = ZMPI_Allreduce(MPI_IN_PLACE, b, count, type, op, comm);
     } else {
         rc = ZMPI_Allreduce(in, b, count, type, op, comm);
     }
-    ZMPI_Stats s1 = stats();
+    ZMPI_Stats s1 = mt_stats(comm);
     MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
     MT_CHECK(&T, !memcmp(a, b, bytes), "%s: result differs from MPI", what);
-    MT_CHECK(&T, s1.compressed == s0.compressed, "%s: counted as compressed", what);
-    mt_check_ran(&T, comm, ZMPI_COLL_ALLREDUCE, ZMPI_ALGO_MPI, what);
-    if (expect_type)
-        MT_CHECK(&T, s1.fallback_type == s0.fallback_type + 1, "%s: not counted as type fallback", what);
-    if (expect_small)
-        MT_CHECK(&T, s1.fallback_small == s0.fallback_small + 1, "%s: not counted as small", what);
-    if (expect_config)
-        MT_CHECK(&T, s1.fallback_config == s0.fallback_config + 1, "%s: not counted as config", what);
+    mt_check_fallback(&T, comm, ZMPI_COLL_ALLREDUCE, &s0, &s1, expect_type, expect_small, expect_config, what);
     free(a);
     free(b);
 }
@@ -314,11 +261,9 @@ static void user_sum4(void *in, void *inout, int *len, MPI_Datatype *type)
 static void fallbacks(void)
 {
     size_t n = 50000;
-    int *iv = xmalloc(n * sizeof(int));
-    float *fv = xmalloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        iv[i] = (int)((i * 2654435761u + (size_t)rank * 97u) % 100000u);
-    mt_fill_field(fv, n, MPI_FLOAT, (size_t)rank);
+    int *iv;
+    float *fv, *pv;
+    rt_fallback_inputs(n, rank, &iv, &fv, &pv);
     rt_case k = {MPI_FLOAT, ZMPI_EB_REL, 1e-3, ZMPI_SCOPE_RESULT, MPI_SUM};
     rt_config(comm, &k, 0, 65536, ZMPI_COLL_ALLREDUCE, ZMPI_ALGO_DEFAULT);
     fallback_one("MPI_INT", iv, n * sizeof(int), (int)n, MPI_INT, MPI_SUM, 0, 1, 0, 0);
@@ -327,9 +272,6 @@ static void fallbacks(void)
     MPI_Op_create(user_sum, 1, &uop);
     fallback_one("user op", fv, n * sizeof(float), (int)n, MPI_FLOAT, uop, 0, 1, 0, 0);
     MPI_Op_free(&uop);
-    float *pv = xmalloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        pv[i] = 1.0f + 1e-3f * fv[i];
     fallback_one("MPI_PROD", pv, n * sizeof(float), (int)n, MPI_FLOAT, MPI_PROD, 0, 1, 0, 0);
     /* predefined ops are defined on predefined types only: a derived type
      * comes with a user op */

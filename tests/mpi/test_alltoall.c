@@ -8,11 +8,20 @@
  * statistics prove the compressed path ran, and last_algorithm that the
  * configured algorithm ran (plain MPI for the fallbacks).
  */
-#include "movement_util.h"
+#include "movement.h"
 
-#define MAXALGO 8
-
-typedef mv_run run;
+/* Alltoall (counts NULL) or Alltoallv (the same counts on both sides),
+ * ZMPI's or MPI's. */
+static int alltoall(int zmpi, const void *send, int scount, MPI_Datatype stype, void *recv, int rcount,
+                    MPI_Datatype rtype, const int *counts, const int *displs, int root)
+{
+    (void)root;
+    if (!counts)
+        return zmpi ? ZMPI_Alltoall(send, scount, stype, recv, rcount, rtype, MPI_COMM_WORLD)
+                    : MPI_Alltoall(send, scount, stype, recv, rcount, rtype, MPI_COMM_WORLD);
+    return zmpi ? ZMPI_Alltoallv(send, counts, displs, stype, recv, counts, displs, rtype, MPI_COMM_WORLD)
+                : MPI_Alltoallv(send, counts, displs, stype, recv, counts, displs, rtype, MPI_COMM_WORLD);
+}
 
 /* Elements rank i sends to rank j. kind 0: base; 1: uneven with zeros;
  * 2: symmetric uneven with zeros (for MPI_IN_PLACE); 3: fewer than ranks. */
@@ -27,35 +36,15 @@ static int count_of(int kind, int base, int i, int j, int size)
     return (i + j) == size - 1 ? 1 : 0;
 }
 
-typedef struct layout {
-    int *counts, *displs;
-    size_t total;
-} layout;
-
-/* send side (to = 1: counts[j] = what rank sends to j) or receive side */
-static layout make_layout(int kind, int base, int rank, int size, int to)
+static void one(mv_run *r, int kind, int base, int root, int in_place, int noise)
 {
-    layout l;
-    l.counts = calloc((size_t)size, sizeof(int));
-    l.displs = calloc((size_t)size, sizeof(int));
-    size_t pos = 0;
-    for (int j = 0; j < size; j++)
-        l.counts[j] = to ? count_of(kind, base, rank, j, size) : count_of(kind, base, j, rank, size);
-    for (int k = 0; k < size; k++) {
-        int j = kind == 0 ? k : size - 1 - k;
-        l.displs[j] = (int)pos;
-        pos += (size_t)l.counts[j] + (kind == 0 ? 0 : 2);
-    }
-    l.total = pos;
-    return l;
-}
-
-static void one(run *r, int kind, int base, int in_place, int noise)
-{
+    (void)root;
     mt_state *t = r->t;
     int size = t->size, rank = t->rank;
     size_t es = mv_es(r->type);
-    layout ls = make_layout(kind, base, rank, size, 1), lr = make_layout(kind, base, rank, size, 0);
+    /* the send and the receive side; v: reverse order with gaps */
+    mv_layout ls = mv_layout_make(count_of, kind, base, rank, size, 1, 2);
+    mv_layout lr = mv_layout_make(count_of, kind, base, rank, size, 0, 2);
     char *send = malloc(ls.total * es + 8), *orig = malloc(ls.total * es + 8);
     char *got = malloc(lr.total * es + 8), *ref = malloc(lr.total * es + 8);
     mv_fill_garbage(orig, ls.total, r->type);
@@ -79,46 +68,37 @@ static void one(run *r, int kind, int base, int in_place, int noise)
         memcpy(got, orig, lr.total * es);
         sb = MPI_IN_PLACE;
     }
-    ZMPI_Stats s0 = mv_stats(MPI_COMM_WORLD);
+    ZMPI_Stats s0 = mt_stats(MPI_COMM_WORLD);
     int rc;
     if (kind == 0)
         rc = ZMPI_Alltoall(sb, base, r->type, got, base, r->type, MPI_COMM_WORLD);
     else
         rc = ZMPI_Alltoallv(sb, ls.counts, ls.displs, r->type, got, lr.counts, lr.displs, r->type,
                             MPI_COMM_WORLD);
-    ZMPI_Stats s1 = mv_stats(MPI_COMM_WORLD);
-    char what[200];
-    snprintf(what, sizeof what, "alltoall%s %s %s %s eb=%g base=%d in_place=%d", kind ? "v" : "", r->aname,
-             mv_tname(r->type), r->mode == ZMPI_EB_ABS ? "abs" : "rel", r->eb, base, in_place);
-    MT_CHECK(t, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
-    MT_CHECK(t, s1.compressed == s0.compressed + (size > 1), "%s: compressed path did not run", what);
-    mv_check_algo(r, ZMPI_COLL_ALLTOALL, what);
+    ZMPI_Stats s1 = mt_stats(MPI_COMM_WORLD);
+    char what[200], desc[120];
+    mv_describe(r, kind ? "alltoallv" : "alltoall", desc, sizeof desc);
+    snprintf(what, sizeof what, "%s base=%d in_place=%d", desc, base, in_place);
+    mv_check_call(r, what, rc, &s0, &s1);
     mv_same(t, what, send, orig, ls.total * es);
     mv_account(r, &s0, &s1);
-    for (int i = 0; i < size; i++) {
-        size_t n = (size_t)lr.counts[i], at = (size_t)lr.displs[i] * es;
-        double bound = i == rank ? 0.0 : mv_bound(r->mode, r->eb, ref + at, n, r->type);
-        mv_check(t, what, got + at, ref + at, n, r->type, bound, &r->worst);
+    for (int i = 0; i < size; i++) { /* compressed once; the own block exact */
+        size_t at = (size_t)lr.displs[i] * es;
+        mv_check_block(r, what, got + at, ref + at, (size_t)lr.counts[i], -1.0, 0, i == rank);
     }
-    for (size_t e = 0; kind != 0 && e < lr.total; e++) { /* gaps untouched */
-        int in_block = 0;
-        for (int i = 0; i < size && !in_block; i++)
-            in_block = e >= (size_t)lr.displs[i] && e < (size_t)lr.displs[i] + (size_t)lr.counts[i];
-        if (!in_block && !in_place)
-            MT_CHECK(t, !memcmp(got + e * es, ref + e * es, es), "%s: gap element %zu written", what, e);
-    }
+    if (kind != 0 && !in_place)
+        mv_check_gaps(t, what, got, ref, &lr, r->type);
     free(send);
     free(orig);
     free(got);
     free(ref);
-    free(ls.counts);
-    free(ls.displs);
-    free(lr.counts);
-    free(lr.displs);
+    mv_layout_free(&ls);
+    mv_layout_free(&lr);
 }
 
 static void sweep(mt_state *t, int algo, const char *aname)
 {
+    const ZMPI_Coll c = ZMPI_COLL_ALLTOALL;
     MPI_Datatype types[2] = {MPI_FLOAT, MPI_DOUBLE};
     const zmpi_eb_mode modes[2] = {ZMPI_EB_ABS, ZMPI_EB_REL};
     const double ebs[2] = {1e-3, 1e-4};
@@ -126,130 +106,39 @@ static void sweep(mt_state *t, int algo, const char *aname)
     int bases[] = {0, 1, 3, 1235};
     for (int ti = 0; ti < 2; ti++)
         for (int mi = 0; mi < 2; mi++) {
-            run r = mv_run_make(t, types[ti], modes[mi], ebs[mi], ZMPI_SCOPE_RESULT, aname);
-            mv_config(MPI_COMM_WORLD, ZMPI_COLL_ALLTOALL, algo, r.mode, r.eb, r.scope, 0, 4096);
+            mv_run r = mv_series(t, c, algo, aname, types[ti], modes[mi], ebs[mi], ZMPI_SCOPE_RESULT, 0);
             for (size_t bi = 0; bi < sizeof bases / sizeof *bases; bi++)
-                one(&r, 0, bases[bi], bi == 3, 0);
-            one(&r, 1, 700, 0, 0);
-            one(&r, 2, 700, 1, 0);
-            one(&r, 3, 0, 0, 0);
-            run q = mv_run_make(t, r.type, r.mode, r.eb, r.scope, aname);
-            one(&q, 0, large, ti == 1, 0);
+                one(&r, 0, bases[bi], MV_NO_ROOT, bi == 3, 0);
+            one(&r, 1, 700, MV_NO_ROOT, 0, 0);
+            one(&r, 2, 700, MV_NO_ROOT, 1, 0);
+            one(&r, 3, 0, MV_NO_ROOT, 0, 0);
+            mv_run q = mv_run_make(t, c, r.type, r.mode, r.eb, r.scope, aname);
+            one(&q, 0, large, MV_NO_ROOT, ti == 1, 0);
             mv_report(&q, "alltoall", (size_t)large * (size_t)size * (size_t)size);
         }
-    run r = mv_run_make(t, MPI_FLOAT, ZMPI_EB_REL, 1e-3, ZMPI_SCOPE_MESSAGE, aname);
-    mv_config(MPI_COMM_WORLD, ZMPI_COLL_ALLTOALL, algo, r.mode, r.eb, r.scope, 0, 4096);
-    one(&r, 1, 2000, 0, 0);
-    r = mv_run_make(t, MPI_FLOAT, ZMPI_EB_ABS, 1e-12, ZMPI_SCOPE_RESULT, aname);
-    mv_config(MPI_COMM_WORLD, ZMPI_COLL_ALLTOALL, algo, r.mode, r.eb, r.scope, 0, 4096);
-    one(&r, 0, 2000, 0, 1);
-    r = mv_run_make(t, MPI_DOUBLE, ZMPI_EB_REL, 1e-9, ZMPI_SCOPE_RESULT, aname);
-    mv_config(MPI_COMM_WORLD, ZMPI_COLL_ALLTOALL, algo, r.mode, r.eb, r.scope, 0, 4096);
-    one(&r, 2, 1000, 1, 1);
-    r = mv_run_make(t, MPI_DOUBLE, ZMPI_EB_ABS, 1e-4, ZMPI_SCOPE_RESULT, aname);
-    mv_config(MPI_COMM_WORLD, ZMPI_COLL_ALLTOALL, algo, r.mode, r.eb, r.scope, 65536, 4096);
-    one(&r, 1, 7000, 0, 0); /* v with the default threshold: small blocks uncompressed */
-}
-
-/* A derived sendtype (4 floats) on odd ranks: still compressed (recvtype
- * decides); the send blocks are converted exactly first. */
-static void derived_sendtype(mt_state *t)
-{
-    int size = t->size, n = 2000;
-    MPI_Datatype four;
-    MPI_Type_contiguous(4, MPI_FLOAT, &four);
-    MPI_Type_commit(&four);
-    mv_config(MPI_COMM_WORLD, ZMPI_COLL_ALLTOALL, ZMPI_ALGO_DEFAULT, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_RESULT, 0,
-              4096);
-    size_t total = (size_t)n * (size_t)size;
-    float *send = malloc(total * 4), *got = malloc(total * 4), *ref = malloc(total * 4);
-    mt_fill_field(send, total, MPI_FLOAT, (size_t)t->rank + 60);
-    MPI_Alltoall(send, n, MPI_FLOAT, ref, n, MPI_FLOAT, MPI_COMM_WORLD);
-    mv_fill_garbage(got, total, MPI_FLOAT);
-    ZMPI_Stats s0 = mv_stats(MPI_COMM_WORLD);
-    int rc = t->rank % 2 ? ZMPI_Alltoall(send, n / 4, four, got, n, MPI_FLOAT, MPI_COMM_WORLD)
-                         : ZMPI_Alltoall(send, n, MPI_FLOAT, got, n, MPI_FLOAT, MPI_COMM_WORLD);
-    ZMPI_Stats s1 = mv_stats(MPI_COMM_WORLD);
-    MT_CHECK(t, rc == MPI_SUCCESS, "alltoall derived sendtype: rc %d", rc);
-    MT_CHECK(t, s1.compressed == s0.compressed + (size > 1), "alltoall derived sendtype: not compressed");
-    for (int i = 0; i < size; i++)
-        mv_check(t, "alltoall derived sendtype", got + (size_t)i * (size_t)n, ref + (size_t)i * (size_t)n,
-                 (size_t)n, MPI_FLOAT, i == t->rank ? 0.0 : 1e-2, NULL);
-    MPI_Type_free(&four);
-    free(send);
-    free(got);
-    free(ref);
-}
-
-static void fallbacks(mt_state *t)
-{
-    int size = t->size, n = 1500;
-    size_t total = (size_t)n * (size_t)size;
-    char *send = malloc(total * 8), *a = malloc(total * 8), *b = malloc(total * 8);
-    MPI_Datatype two;
-    MPI_Type_contiguous(2, MPI_FLOAT, &two);
-    MPI_Type_commit(&two);
-    for (int k = 0; k < 5; k++) {
-        MPI_Datatype type = k == 0 ? MPI_INT : k == 1 ? two : MPI_DOUBLE;
-        if (k < 2)
-            mv_config(MPI_COMM_WORLD, ZMPI_COLL_ALLTOALL, ZMPI_ALGO_DEFAULT, ZMPI_EB_REL, 1e-3,
-                      ZMPI_SCOPE_RESULT, 0, 4096);
-        else if (k == 2)
-            mv_config(MPI_COMM_WORLD, ZMPI_COLL_ALLTOALL, ZMPI_ALGO_DEFAULT, ZMPI_EB_REL, 1e-3,
-                      ZMPI_SCOPE_RESULT, (size_t)n * 8 + 1, 4096);
-        else if (k == 3)
-            mv_config(MPI_COMM_WORLD, ZMPI_COLL_ALLTOALL, ZMPI_ALGO_DEFAULT, ZMPI_EB_NONE, 0,
-                      ZMPI_SCOPE_RESULT, 0, 4096);
-        else
-            mv_config(MPI_COMM_WORLD, ZMPI_COLL_ALLTOALL, ZMPI_ALGO_MPI, ZMPI_EB_REL, 1e-3, ZMPI_SCOPE_RESULT,
-                      0, 4096);
-        mt_fill_field(send, total, MPI_DOUBLE, (size_t)t->rank);
-        memset(a, 0x5c, total * 8);
-        memset(b, 0x5c, total * 8);
-        ZMPI_Stats s0 = mv_stats(MPI_COMM_WORLD);
-        ZMPI_Alltoall(send, n, type, a, n, type, MPI_COMM_WORLD);
-        ZMPI_Stats s1 = mv_stats(MPI_COMM_WORLD);
-        MPI_Alltoall(send, n, type, b, n, type, MPI_COMM_WORLD);
-        mv_same(t, "alltoall fallback", a, b, total * 8);
-        MT_CHECK(t, s1.compressed == s0.compressed, "alltoall fallback %d ran compressed", k);
-        unsigned long long d = k < 2    ? s1.fallback_type - s0.fallback_type
-                               : k == 2 ? s1.fallback_small - s0.fallback_small
-                                        : s1.fallback_config - s0.fallback_config;
-        MT_CHECK(t, d == 1, "alltoall fallback %d not counted", k);
-        mt_check_ran(t, MPI_COMM_WORLD, ZMPI_COLL_ALLTOALL, ZMPI_ALGO_MPI, "alltoall fallback");
-        if (k == 2)
-            continue;
-        int *c = malloc((size_t)size * sizeof(int)), *d0 = malloc((size_t)size * sizeof(int));
-        for (int j = 0; j < size; j++) { /* symmetric: what i sends j = what j expects from i */
-            c[j] = (t->rank + j) % 2 ? n / 3 : n;
-            d0[j] = (size - 1 - j) * n;
-        }
-        memset(a, 0x5c, total * 8);
-        memset(b, 0x5c, total * 8);
-        ZMPI_Alltoallv(send, c, d0, type, a, c, d0, type, MPI_COMM_WORLD);
-        mt_check_ran(t, MPI_COMM_WORLD, ZMPI_COLL_ALLTOALL, ZMPI_ALGO_MPI, "alltoallv fallback");
-        MPI_Alltoallv(send, c, d0, type, b, c, d0, type, MPI_COMM_WORLD);
-        mv_same(t, "alltoallv fallback", a, b, total * 8);
-        free(c);
-        free(d0);
-    }
-    MPI_Type_free(&two);
-    free(send);
-    free(a);
-    free(b);
+    mv_run r = mv_series(t, c, algo, aname, MPI_FLOAT, ZMPI_EB_REL, 1e-3, ZMPI_SCOPE_MESSAGE, 0);
+    one(&r, 1, 2000, MV_NO_ROOT, 0, 0);
+    mv_hostile(t, c, algo, aname, one, 2000, 2, 1000, 1);
 }
 
 int main(int argc, char **argv)
 {
     mt_state t;
     mt_init(&t, &argc, &argv, "test_alltoall");
-    int ids[MAXALGO];
-    const char *names[MAXALGO];
-    int n = ZMPI_Coll_algorithms(ZMPI_COLL_ALLTOALL, MAXALGO, ids, names, NULL);
-    MT_CHECK(&t, n >= 1, "alltoall has %d algorithms", n);
-    for (int a = 0; a < n && a < MAXALGO; a++)
+    int ids[MV_MAXALGO];
+    const char *names[MV_MAXALGO];
+    int n = mv_algorithms(&t, ZMPI_COLL_ALLTOALL, 1, ids, names);
+    for (int a = 0; a < n; a++)
         sweep(&t, ids[a], names[a]);
-    derived_sendtype(&t);
-    fallbacks(&t);
+    /* a derived sendtype (4 floats) on odd ranks: still compressed (recvtype
+     * decides); the send blocks are converted exactly first */
+    size_t total = (size_t)2000 * (size_t)t.size;
+    mv_derived_sendtype(&t, ZMPI_COLL_ALLTOALL, alltoall, 2000, total, (size_t)t.rank + 60);
+    /* Alltoallv: symmetric counts (what i sends j = what j expects from i),
+     * every other block a third, in reverse order */
+    mv_fallback_case f = {.coll = ZMPI_COLL_ALLTOALL, .call = alltoall, .n = 1500,
+                          .send_elems = (size_t)1500 * (size_t)t.size, .out_elems = (size_t)1500 * (size_t)t.size,
+                          .fill_offset = (size_t)t.rank, .v_div = 3, .v_pairwise = 1, .v_reversed = 1};
+    mv_fallbacks(&t, &f);
     return mt_finish(&t);
 }

@@ -19,7 +19,7 @@
  */
 #include <float.h>
 
-#include "reduction_util.h"
+#include "reduction.h"
 
 #define NB 8000  /* Bcast elements */
 #define NG 2000  /* Allgather elements per rank */

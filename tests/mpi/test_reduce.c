@@ -5,7 +5,7 @@
  *
  * Every element of every lossy result at the root is checked against plain
  * MPI's result on the same inputs and the documented bound
- * (reduction_util.h): result scope: the user's bound (REL: rel * (max - min)
+ * (reduction.h): result scope: the user's bound (REL: rel * (max - min)
  * of all inputs); message scope: N compressions of the user's bound (rsg),
  * N-1 (cprp2p, SUM) or ceil(log2 N) (cprp2p, MIN/MAX). The bytes compressed
  * over all ranks identify the algorithm that ran. Float
@@ -22,37 +22,11 @@
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdlib.h>
 
-#include "reduction_util.h"
+#include "reduction.h"
 
 static mt_state T;
 static MPI_Comm comm;
 static int rank, nranks, id_rsg, id_cprp2p;
-
-static int ceil_log2(int n)
-{
-    int d = 0;
-    while ((1 << d) < n)
-        d++;
-    return d;
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "test_reduce: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
-}
-
-static ZMPI_Stats stats(void)
-{
-    ZMPI_Stats s;
-    memset(&s, 0, sizeof s);
-    ZMPI_Comm_get_stats(comm, &s);
-    return s;
-}
 
 /* One compressed Reduce to root with algorithm algo, checked at the root. */
 static void one(const rt_case *k, size_t n, int root, int inplace, rt_data data, size_t chunk, int report,
@@ -61,8 +35,8 @@ static void one(const rt_case *k, size_t n, int root, int inplace, rt_data data,
     const char *aname = algo == id_cprp2p ? "cprp2p" : "rsg";
     size_t es = rt_es(k->type), wn = n * (size_t)rt_mult(k->op);
     int is_root = rank == root, rc;
-    void *in = xmalloc(n * es), *got = is_root ? xmalloc(n * es) : NULL;
-    void *win = xmalloc(wn * rt_wes(k->type)), *wref = xmalloc(wn * rt_wes(k->type));
+    void *in = mt_xmalloc(n * es), *got = is_root ? mt_xmalloc(n * es) : NULL;
+    void *win = mt_xmalloc(wn * rt_wes(k->type)), *wref = mt_xmalloc(wn * rt_wes(k->type));
 
     rt_fill(in, n, k->type, rank, data, k->op);
     rt_widen(in, n, k->type, k->op, win);
@@ -71,19 +45,18 @@ static void one(const rt_case *k, size_t n, int root, int inplace, rt_data data,
 
     rc = rt_config(comm, k, 0, chunk, ZMPI_COLL_REDUCE, algo);
     MT_CHECK(&T, rc == MPI_SUCCESS, "config rc %d", rc);
-    ZMPI_Stats s0 = stats();
+    ZMPI_Stats s0 = mt_stats(comm);
     if (inplace && is_root) {
         memcpy(got, in, n * es);
         rc = ZMPI_Reduce(MPI_IN_PLACE, got, (int)n, k->type, k->op, root, comm);
     } else {
         rc = ZMPI_Reduce(in, got, (int)n, k->type, k->op, root, comm);
     }
-    ZMPI_Stats s1 = stats();
+    ZMPI_Stats s1 = mt_stats(comm);
     MT_CHECK(&T, rc == MPI_SUCCESS, "ZMPI_Reduce rc %d", rc);
-    if (nranks > 1)
-        MT_CHECK(&T, s1.compressed == s0.compressed + 1, "%s n=%zu: not run compressed", aname, n);
-    else
-        MT_CHECK(&T, s1.fallback_small == s0.fallback_small + 1, "np=1 must fall back");
+    char what[200];
+    snprintf(what, sizeof what, "%s n=%zu", aname, n);
+    rt_check_compressed(&T, &s0, &s1, what);
     mt_check_algo(&T, comm, ZMPI_COLL_REDUCE, algo, nranks > 1, aname);
     mt_check_only(&T, &s0, &s1, ZMPI_COLL_REDUCE, aname);
     /* bytes compressed over all ranks: rsg compresses every element once per
@@ -99,32 +72,22 @@ static void one(const rt_case *k, size_t n, int root, int inplace, rt_data data,
              expect);
 
     /* compressions whose errors add up in one element of the result */
-    int hops = algo != id_cprp2p ? nranks - 1 : k->op == MPI_SUM ? nranks - 1 : ceil_log2(nranks);
+    int hops = algo != id_cprp2p ? nranks - 1 : k->op == MPI_SUM ? nranks - 1 : mt_ceil_log2(nranks);
     double bound = rt_bound(k, R, nranks, hops, algo == id_cprp2p ? 0 : 1);
     rt_result res = {0, 0.0, 0.0, -1};
     if (is_root) {
-        res = rt_check(k, got, wref, n, bound, nranks);
-        MT_CHECK(&T, res.bad == 0,
-                 "%s %s %s %s %s n=%zu root=%d inplace=%d data=%d: %zu elements beyond bound %g (first %ld: "
-                 "got %.9g ref %.9Lg), worst %g",
-                 aname, k->type == MPI_FLOAT ? "float" : "double", k->mode == ZMPI_EB_ABS ? "abs" : "rel",
-                 k->scope == ZMPI_SCOPE_RESULT ? "result" : "message", rt_op_name(k->op), n, root, inplace,
-                 (int)data, res.bad, bound, res.first_bad,
-                 res.first_bad >= 0 ? mt_get(got, (size_t)res.first_bad, k->type) : 0.0,
-                 res.first_bad >= 0 ? rt_wget(wref, (size_t)res.first_bad * (size_t)rt_mult(k->op), k->type)
-                                    : 0.0L,
-                 res.worst);
+        snprintf(what, sizeof what, "%s %s %s %s %s n=%zu root=%d inplace=%d data=%d", aname, rt_type_name(k->type),
+                 rt_mode_name(k->mode), rt_scope_name(k->scope), rt_op_name(k->op), n, root, inplace, (int)data);
+        res = rt_check_result(&T, what, k, got, wref, n, bound);
     }
     if (report) {
         /* ratio over what all ranks sent */
         unsigned long long rs[2] = {s1.bytes_raw - s0.bytes_raw, s1.bytes_sent - s0.bytes_sent}, g[2] = {0, 0};
         MPI_Reduce(rs, g, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, root, comm);
+        snprintf(what, sizeof what, "reduce %-6s %-6s %s %-7s %s n=%zu np=%d root=%d", aname, rt_type_name(k->type),
+                 rt_mode_name(k->mode), rt_scope_name(k->scope), rt_op_name(k->op), n, nranks, root);
         if (is_root)
-            printf("REPORT reduce %-6s %-6s %s %-7s %s n=%zu np=%d root=%d: max err / bound = %.3f (bound "
-                   "%.3g), ratio %.2f\n",
-                   aname, k->type == MPI_FLOAT ? "float" : "double", k->mode == ZMPI_EB_ABS ? "abs" : "rel",
-                   k->scope == ZMPI_SCOPE_RESULT ? "result" : "message", rt_op_name(k->op), n, nranks, root,
-                   res.ratio, bound, g[1] ? (double)g[0] / (double)g[1] : 0.0);
+            rt_print_report(what, res.ratio, bound, g[0], g[1]);
     }
     free(in);
     free(got);
@@ -132,33 +95,18 @@ static void one(const rt_case *k, size_t n, int root, int inplace, rt_data data,
     free(wref);
 }
 
-static double eb_for(zmpi_eb_mode mode)
-{
-    return mode == ZMPI_EB_ABS ? 1e-2 : 1e-4;
-}
-
 /* Every (type, mode, scope, op) once; counts 0, 1, < ranks, not divisible
  * by ranks and 1000 cycle through them (every op meets every count), the
  * root moves, in place every other call. Small chunks: several pieces. */
 static void lossy_matrix(void)
 {
-    MPI_Datatype types[2] = {MPI_FLOAT, MPI_DOUBLE};
-    zmpi_eb_mode modes[2] = {ZMPI_EB_ABS, ZMPI_EB_REL};
-    ZMPI_Scope scopes[2] = {ZMPI_SCOPE_RESULT, ZMPI_SCOPE_MESSAGE};
-    MPI_Op ops[3] = {MPI_SUM, MPI_MIN, MPI_MAX};
     size_t counts[5] = {0, 1, (size_t)(nranks > 1 ? nranks - 1 : 0), (size_t)(7 * nranks + 3), 1000};
     int algos[2] = {id_rsg, id_cprp2p};
-    for (int a = 0; a < 2; a++) {
-        int i = 0;
-        for (int ti = 0; ti < 2; ti++)
-            for (int mi = 0; mi < 2; mi++)
-                for (int si = 0; si < 2; si++)
-                    for (int oi = 0; oi < 3; oi++, i++) {
-                        rt_case k = {types[ti], modes[mi], eb_for(modes[mi]), scopes[si], ops[oi]};
-                        one(&k, counts[i % 5], (i * 3 + a) % nranks, (i / 5 + a) % 2, RT_FIELD, 64, 0,
-                            algos[a]);
-                    }
-    }
+    for (int a = 0; a < 2; a++)
+        for (int i = 0; i < RT_MATRIX; i++) {
+            rt_case k = rt_matrix_case(i);
+            one(&k, counts[i % 5], (i * 3 + a) % nranks, (i / 5 + a) % 2, RT_FIELD, 64, 0, algos[a]);
+        }
 }
 
 /* 2^20 elements of a real field (each rank its own part of it);
@@ -167,20 +115,15 @@ static void lossy_matrix(void)
  * cprp2p float/REL/result and double/ABS/message. */
 static void large(void)
 {
-    MPI_Datatype types[2] = {MPI_FLOAT, MPI_DOUBLE};
-    zmpi_eb_mode modes[2] = {ZMPI_EB_ABS, ZMPI_EB_REL};
-    ZMPI_Scope scopes[2] = {ZMPI_SCOPE_RESULT, ZMPI_SCOPE_MESSAGE};
     size_t n = (size_t)1 << 20;
-    int full = getenv("ZMPI_TEST_FULL") != NULL, i = 0;
-    for (int ti = 0; ti < 2; ti++)
-        for (int mi = 0; mi < 2; mi++)
-            for (int si = 0; si < 2; si++, i++) {
-                rt_case k = {types[ti], modes[mi], eb_for(modes[mi]), scopes[si], MPI_SUM};
-                if (full || (ti == mi && mi == si))
-                    one(&k, n, i % nranks, i % 2, RT_FIELD, 65536, 1, id_rsg);
-                if (full || (ti != mi && mi != si))
-                    one(&k, n, (i + 1) % nranks, (i + 1) % 2, RT_FIELD, 65536, 1, id_cprp2p);
-            }
+    int full = getenv("ZMPI_TEST_FULL") != NULL;
+    for (int i = 0; i < RT_SUM_CASES; i++) {
+        rt_case k = rt_sum_case(i);
+        if (full || i == 0 || i == 7) /* float/ABS/result, double/REL/message */
+            one(&k, n, i % nranks, i % 2, RT_FIELD, 65536, 1, id_rsg);
+        if (full || i == 2 || i == 5) /* float/REL/result, double/ABS/message */
+            one(&k, n, (i + 1) % nranks, (i + 1) % 2, RT_FIELD, 65536, 1, id_cprp2p);
+    }
     rt_case kmin = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_MIN};
     rt_case kmax = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_MAX};
     one(&kmin, n, nranks - 1, 1, RT_FIELD, 65536, 1, id_rsg);
@@ -214,28 +157,21 @@ static void hostile(int algo)
 static void fallback_one(const char *what, const void *in, size_t bytes, int count, MPI_Datatype type,
                          MPI_Op op, int root, int inplace, int expect_type, int expect_small, int expect_config)
 {
-    void *a = xmalloc(bytes), *b = xmalloc(bytes);
+    void *a = mt_xmalloc(bytes), *b = mt_xmalloc(bytes);
     int rc;
     MPI_Reduce(in, a, count, type, op, root, comm);
-    ZMPI_Stats s0 = stats();
+    ZMPI_Stats s0 = mt_stats(comm);
     if (inplace && rank == root) {
         memcpy(b, in, bytes);
         rc = ZMPI_Reduce(MPI_IN_PLACE, b, count, type, op, root, comm);
     } else {
         rc = ZMPI_Reduce(in, b, count, type, op, root, comm);
     }
-    ZMPI_Stats s1 = stats();
+    ZMPI_Stats s1 = mt_stats(comm);
     MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
     if (rank == root)
         MT_CHECK(&T, !memcmp(a, b, bytes), "%s: result differs from MPI", what);
-    MT_CHECK(&T, s1.compressed == s0.compressed, "%s: counted as compressed", what);
-    mt_check_ran(&T, comm, ZMPI_COLL_REDUCE, ZMPI_ALGO_MPI, what);
-    if (expect_type)
-        MT_CHECK(&T, s1.fallback_type == s0.fallback_type + 1, "%s: not counted as type fallback", what);
-    if (expect_small)
-        MT_CHECK(&T, s1.fallback_small == s0.fallback_small + 1, "%s: not counted as small", what);
-    if (expect_config)
-        MT_CHECK(&T, s1.fallback_config == s0.fallback_config + 1, "%s: not counted as config", what);
+    mt_check_fallback(&T, comm, ZMPI_COLL_REDUCE, &s0, &s1, expect_type, expect_small, expect_config, what);
     free(a);
     free(b);
 }
@@ -250,13 +186,9 @@ static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type)
 static void fallbacks(void)
 {
     size_t n = 50000;
-    int *iv = xmalloc(n * sizeof(int)), last = nranks - 1;
-    float *fv = xmalloc(n * sizeof(float)), *pv = xmalloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        iv[i] = (int)((i * 2654435761u + (size_t)rank * 97u) % 100000u);
-    mt_fill_field(fv, n, MPI_FLOAT, (size_t)rank);
-    for (size_t i = 0; i < n; i++)
-        pv[i] = 1.0f + 1e-3f * fv[i];
+    int *iv, last = nranks - 1;
+    float *fv, *pv;
+    rt_fallback_inputs(n, rank, &iv, &fv, &pv);
     rt_case k = {MPI_FLOAT, ZMPI_EB_REL, 1e-3, ZMPI_SCOPE_RESULT, MPI_SUM};
     rt_config(comm, &k, 0, 65536, ZMPI_COLL_REDUCE, ZMPI_ALGO_DEFAULT);
     fallback_one("MPI_INT", iv, n * sizeof(int), (int)n, MPI_INT, MPI_SUM, 0, 0, 1, 0, 0);

@@ -3,7 +3,7 @@
  * any number of ranks.
  *
  * Every element of every lossy result is checked against plain MPI's
- * result on the same inputs and the documented bound (reduction_util.h):
+ * result on the same inputs and the documented bound (reduction.h):
  * result scope: the user's bound (REL: rel * (max - min) of all inputs);
  * message scope: N-1 compressions of the user's bound. Float and double,
  * ABS and REL, SUM / MIN / MAX; recvcounts all 0, a single 1, a total below
@@ -19,7 +19,7 @@
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdlib.h>
 
-#include "reduction_util.h"
+#include "reduction.h"
 
 static mt_state T;
 static MPI_Comm comm;
@@ -28,24 +28,6 @@ static int rank, nranks;
 /* The algorithm the lossy checks run: the default (the ring), then
  * explicitly rhd (recursive halving for powers of two). */
 static int algo_under_test = ZMPI_ALGO_DEFAULT;
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "test_reduce_scatter: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
-}
-
-static ZMPI_Stats stats(void)
-{
-    ZMPI_Stats s;
-    memset(&s, 0, sizeof s);
-    ZMPI_Comm_get_stats(comm, &s);
-    return s;
-}
 
 /* recvcounts patterns */
 enum { P_ZERO, P_ONE, P_FEW, P_UNEVEN, P_EQUAL, P_HOLES, P_COUNT };
@@ -71,14 +53,14 @@ static void one(const rt_case *k, const int *counts, int inplace, int block, rt_
 {
     size_t es = rt_es(k->type), total = 0, mine = (size_t)counts[rank];
     int m = rt_mult(k->op), rc;
-    int *wcounts = xmalloc((size_t)nranks * sizeof(int));
+    int *wcounts = mt_xmalloc((size_t)nranks * sizeof(int));
     for (int b = 0; b < nranks; b++) {
         total += (size_t)counts[b];
         wcounts[b] = counts[b] * m;
     }
-    void *in = xmalloc(total * es), *got = xmalloc((inplace ? total : mine) * es);
-    void *win = xmalloc(total * (size_t)m * rt_wes(k->type));
-    void *wref = xmalloc(mine * (size_t)m * rt_wes(k->type));
+    void *in = mt_xmalloc(total * es), *got = mt_xmalloc((inplace ? total : mine) * es);
+    void *win = mt_xmalloc(total * (size_t)m * rt_wes(k->type));
+    void *wref = mt_xmalloc(mine * (size_t)m * rt_wes(k->type));
 
     rt_fill(in, total, k->type, rank, data, k->op);
     rt_widen(in, total, k->type, k->op, win);
@@ -87,7 +69,7 @@ static void one(const rt_case *k, const int *counts, int inplace, int block, rt_
 
     rc = rt_config(comm, k, 0, chunk, ZMPI_COLL_REDUCE_SCATTER, algo_under_test);
     MT_CHECK(&T, rc == MPI_SUCCESS, "config rc %d", rc);
-    ZMPI_Stats s0 = stats();
+    ZMPI_Stats s0 = mt_stats(comm);
     const void *sb = in;
     if (inplace) {
         memcpy(got, in, total * es);
@@ -97,38 +79,29 @@ static void one(const rt_case *k, const int *counts, int inplace, int block, rt_
         rc = ZMPI_Reduce_scatter_block(sb, got, counts[0], k->type, k->op, comm);
     else
         rc = ZMPI_Reduce_scatter(sb, got, counts, k->type, k->op, comm);
-    ZMPI_Stats s1 = stats();
+    ZMPI_Stats s1 = mt_stats(comm);
     MT_CHECK(&T, rc == MPI_SUCCESS, "ZMPI_Reduce_scatter%s rc %d", block ? "_block" : "", rc);
-    if (nranks > 1)
-        MT_CHECK(&T, s1.compressed == s0.compressed + 1, "total %zu: not run compressed", total);
-    else
-        MT_CHECK(&T, s1.fallback_small == s0.fallback_small + 1, "np=1 must fall back");
+    char what[200];
+    snprintf(what, sizeof what, "total %zu", total);
+    rt_check_compressed(&T, &s0, &s1, what);
     /* the default is the ring; rhd runs the ring unless N is a power of two */
     int want = algo_under_test == ZMPI_ALGO_DEFAULT ? ZMPI_Coll_algorithm_from_name(ZMPI_COLL_REDUCE_SCATTER, "ring")
                                                     : algo_under_test;
     mt_check_algo(&T, comm, ZMPI_COLL_REDUCE_SCATTER, want, nranks > 1, "reduce_scatter");
 
     double bound = rt_bound(k, R, nranks, nranks - 1, 0);
-    rt_result res = rt_check(k, got, wref, mine, bound, nranks);
-    MT_CHECK(&T, res.bad == 0,
-             "%s %s %s %s total=%zu mine=%zu inplace=%d block=%d data=%d: %zu elements beyond bound %g "
-             "(first %ld: got %.9g ref %.9Lg), worst %g",
-             k->type == MPI_FLOAT ? "float" : "double", k->mode == ZMPI_EB_ABS ? "abs" : "rel",
-             k->scope == ZMPI_SCOPE_RESULT ? "result" : "message", rt_op_name(k->op), total, mine, inplace,
-             block, (int)data, res.bad, bound, res.first_bad,
-             res.first_bad >= 0 ? mt_get(got, (size_t)res.first_bad, k->type) : 0.0,
-             res.first_bad >= 0 ? rt_wget(wref, (size_t)res.first_bad * (size_t)m, k->type) : 0.0L,
-             res.worst);
+    snprintf(what, sizeof what, "%s %s %s %s total=%zu mine=%zu inplace=%d block=%d data=%d", rt_type_name(k->type),
+             rt_mode_name(k->mode), rt_scope_name(k->scope), rt_op_name(k->op), total, mine, inplace, block,
+             (int)data);
+    rt_result res = rt_check_result(&T, what, k, got, wref, mine, bound);
     if (report) {
         double ratio = res.ratio, worst = 0;
-        unsigned long long raw = s1.bytes_raw - s0.bytes_raw, sent = s1.bytes_sent - s0.bytes_sent;
         MPI_Reduce(&ratio, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+        snprintf(what, sizeof what, "reduce_scatter%s ring %-6s %s %-7s %s total=%zu np=%d", block ? "_block" : "",
+                 rt_type_name(k->type), rt_mode_name(k->mode), rt_scope_name(k->scope), rt_op_name(k->op), total,
+                 nranks);
         if (rank == 0)
-            printf("REPORT reduce_scatter%s ring %-6s %s %-7s %s total=%zu np=%d: max err / bound = %.3f "
-                   "(bound %.3g), ratio %.2f\n",
-                   block ? "_block" : "", k->type == MPI_FLOAT ? "float" : "double",
-                   k->mode == ZMPI_EB_ABS ? "abs" : "rel", k->scope == ZMPI_SCOPE_RESULT ? "result" : "message",
-                   rt_op_name(k->op), total, nranks, worst, bound, sent ? (double)raw / (double)sent : 0.0);
+            rt_print_report(what, worst, bound, s1.bytes_raw - s0.bytes_raw, s1.bytes_sent - s0.bytes_sent);
     }
     free(wcounts);
     free(in);
@@ -137,31 +110,19 @@ static void one(const rt_case *k, const int *counts, int inplace, int block, rt_
     free(wref);
 }
 
-static double eb_for(zmpi_eb_mode mode)
-{
-    return mode == ZMPI_EB_ABS ? 1e-2 : 1e-4;
-}
-
 /* Every (type, mode, scope, op) once; the recvcounts patterns cycle through
  * them (every op meets every pattern), in place every other call; equal
  * counts also through Reduce_scatter_block. Small chunks: several pieces. */
 static void lossy_matrix(void)
 {
-    MPI_Datatype types[2] = {MPI_FLOAT, MPI_DOUBLE};
-    zmpi_eb_mode modes[2] = {ZMPI_EB_ABS, ZMPI_EB_REL};
-    ZMPI_Scope scopes[2] = {ZMPI_SCOPE_RESULT, ZMPI_SCOPE_MESSAGE};
-    MPI_Op ops[3] = {MPI_SUM, MPI_MIN, MPI_MAX};
-    int *counts = xmalloc((size_t)nranks * sizeof(int)), i = 0;
-    for (int ti = 0; ti < 2; ti++)
-        for (int mi = 0; mi < 2; mi++)
-            for (int si = 0; si < 2; si++)
-                for (int oi = 0; oi < 3; oi++, i++) {
-                    rt_case k = {types[ti], modes[mi], eb_for(modes[mi]), scopes[si], ops[oi]};
-                    int p = i % P_COUNT;
-                    pattern(p, counts);
-                    int block = (p == P_ZERO || p == P_EQUAL) && (i / P_COUNT) % 2 == 0;
-                    one(&k, counts, (i / 5) % 2, block, RT_FIELD, 64, 0);
-                }
+    int *counts = mt_xmalloc((size_t)nranks * sizeof(int));
+    for (int i = 0; i < RT_MATRIX; i++) {
+        rt_case k = rt_matrix_case(i);
+        int p = i % P_COUNT;
+        pattern(p, counts);
+        int block = (p == P_ZERO || p == P_EQUAL) && (i / P_COUNT) % 2 == 0;
+        one(&k, counts, (i / 5) % 2, block, RT_FIELD, 64, 0);
+    }
     free(counts);
 }
 
@@ -170,23 +131,18 @@ static void lossy_matrix(void)
  * SUM configurations (the report). */
 static void large(void)
 {
-    MPI_Datatype types[2] = {MPI_FLOAT, MPI_DOUBLE};
-    zmpi_eb_mode modes[2] = {ZMPI_EB_ABS, ZMPI_EB_REL};
-    ZMPI_Scope scopes[2] = {ZMPI_SCOPE_RESULT, ZMPI_SCOPE_MESSAGE};
-    int *uneven = xmalloc((size_t)nranks * sizeof(int)), *equal = xmalloc((size_t)nranks * sizeof(int));
-    int full = getenv("ZMPI_TEST_FULL") != NULL, i = 0;
+    int *uneven = mt_xmalloc((size_t)nranks * sizeof(int)), *equal = mt_xmalloc((size_t)nranks * sizeof(int));
+    int full = getenv("ZMPI_TEST_FULL") != NULL;
     for (int b = 0; b < nranks; b++) {
         uneven[b] = (1 << 20) / nranks + 1 + b;
         equal[b] = ((1 << 20) + nranks - 1) / nranks;
     }
-    for (int ti = 0; ti < 2; ti++)
-        for (int mi = 0; mi < 2; mi++)
-            for (int si = 0; si < 2; si++, i++) {
-                if (!full && !(ti == mi && mi == si))
-                    continue;
-                rt_case k = {types[ti], modes[mi], eb_for(modes[mi]), scopes[si], MPI_SUM};
-                one(&k, i % 4 < 2 ? uneven : equal, i % 2, i % 4 >= 2, RT_FIELD, 65536, 1);
-            }
+    for (int i = 0; i < RT_SUM_CASES; i++) {
+        if (!full && i != 0 && i != 7)
+            continue; /* float/ABS/result and double/REL/message */
+        rt_case k = rt_sum_case(i);
+        one(&k, i % 4 < 2 ? uneven : equal, i % 2, i % 4 >= 2, RT_FIELD, 65536, 1);
+    }
     rt_case kmin = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_MIN};
     rt_case kmax = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_MAX};
     one(&kmin, equal, 1, 1, RT_FIELD, 65536, 1);
@@ -197,7 +153,7 @@ static void large(void)
 
 static void hostile(void)
 {
-    int *counts = xmalloc((size_t)nranks * sizeof(int));
+    int *counts = mt_xmalloc((size_t)nranks * sizeof(int));
     for (int b = 0; b < nranks; b++)
         counts[b] = 20000 / nranks + b;
     rt_case a = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
@@ -227,19 +183,19 @@ static void fallback_one(const char *what, const void *in, int recvcount, MPI_Da
                          MPI_Op op, int inplace, int block, int expect_type, int expect_small,
                          int expect_config)
 {
-    int *counts = xmalloc((size_t)nranks * sizeof(int)), rc;
+    int *counts = mt_xmalloc((size_t)nranks * sizeof(int)), rc;
     for (int b = 0; b < nranks; b++)
         counts[b] = block ? recvcount : recvcount + (b % 3) - 1 + (recvcount == 0);
     size_t total = 0;
     for (int b = 0; b < nranks; b++)
         total += (size_t)counts[b];
     size_t bytes = total * tsize, mine = (size_t)counts[rank] * tsize;
-    void *a = xmalloc(bytes), *g = xmalloc(bytes);
+    void *a = mt_xmalloc(bytes), *g = mt_xmalloc(bytes);
     if (block)
         MPI_Reduce_scatter_block(in, a, recvcount, type, op, comm);
     else
         MPI_Reduce_scatter(in, a, counts, type, op, comm);
-    ZMPI_Stats s0 = stats();
+    ZMPI_Stats s0 = mt_stats(comm);
     const void *sb = in;
     if (inplace) {
         memcpy(g, in, bytes);
@@ -249,17 +205,11 @@ static void fallback_one(const char *what, const void *in, int recvcount, MPI_Da
         rc = ZMPI_Reduce_scatter_block(sb, g, recvcount, type, op, comm);
     else
         rc = ZMPI_Reduce_scatter(sb, g, counts, type, op, comm);
-    ZMPI_Stats s1 = stats();
+    ZMPI_Stats s1 = mt_stats(comm);
     MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
     MT_CHECK(&T, !memcmp(a, g, mine), "%s: result differs from MPI", what);
-    MT_CHECK(&T, s1.compressed == s0.compressed, "%s: counted as compressed", what);
-    mt_check_ran(&T, comm, ZMPI_COLL_REDUCE_SCATTER, ZMPI_ALGO_MPI, what);
-    if (expect_type)
-        MT_CHECK(&T, s1.fallback_type == s0.fallback_type + 1, "%s: not counted as type fallback", what);
-    if (expect_small)
-        MT_CHECK(&T, s1.fallback_small == s0.fallback_small + 1, "%s: not counted as small", what);
-    if (expect_config)
-        MT_CHECK(&T, s1.fallback_config == s0.fallback_config + 1, "%s: not counted as config", what);
+    mt_check_fallback(&T, comm, ZMPI_COLL_REDUCE_SCATTER, &s0, &s1, expect_type, expect_small, expect_config,
+                      what);
     free(counts);
     free(a);
     free(g);
@@ -275,13 +225,9 @@ static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type)
 static void fallbacks(void)
 {
     size_t n = 20100 * (size_t)nranks;
-    int *iv = xmalloc(n * sizeof(int));
-    float *fv = xmalloc(n * sizeof(float)), *pv = xmalloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        iv[i] = (int)((i * 2654435761u + (size_t)rank * 97u) % 100000u);
-    mt_fill_field(fv, n, MPI_FLOAT, (size_t)rank);
-    for (size_t i = 0; i < n; i++)
-        pv[i] = 1.0f + 1e-3f * fv[i];
+    int *iv;
+    float *fv, *pv;
+    rt_fallback_inputs(n, rank, &iv, &fv, &pv);
     rt_case k = {MPI_FLOAT, ZMPI_EB_REL, 1e-3, ZMPI_SCOPE_RESULT, MPI_SUM};
     rt_config(comm, &k, 0, 65536, ZMPI_COLL_REDUCE_SCATTER, ZMPI_ALGO_DEFAULT);
     fallback_one("MPI_INT", iv, 20000, MPI_INT, sizeof(int), MPI_SUM, 0, 0, 1, 0, 0);

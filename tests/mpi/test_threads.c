@@ -27,7 +27,7 @@
 #define _POSIX_C_SOURCE 200809L /* pthread_barrier_t */
 #include <pthread.h>
 
-#include "reduction_util.h"
+#include "reduction.h"
 
 #define ROUNDS 3
 #define NMSG 3        /* point-to-point messages per thread, round and direction */
