@@ -1,7 +1,8 @@
 /*
- * The collective algorithms of zmpi: one table per collective of
- * {id, name, description, function}. Selection, ZMPI_<COLL>_ALGORITHM,
- * the docs and `--help` output all come from these tables.
+ * The collective algorithms of zmpi: one table per collective, indexed by
+ * the collective's named algorithm ids (enum in src/coll/<coll>/<coll>.h),
+ * of {name, description, function}. Selection, ZMPI_<COLL>_ALGORITHM, the
+ * docs and `--help` output all come from these tables.
  *
  * Every algorithm of a collective shares one signature: the MPI arguments
  * plus the zmpi_call prepared by the collective's dispatcher (which has
@@ -12,19 +13,6 @@
 #define ZMPI_COLL_REGISTRY_H
 
 #include "core/core.h"
-
-typedef struct zmpi_algo {
-    int id;                 /* > 0 */
-    const char *name;
-    const char *description;
-    const void *fn;         /* the collective's algorithm signature, see below */
-} zmpi_algo;
-
-/* Descriptor of an algorithm, or NULL. */
-const zmpi_algo *zmpi_coll_algo_get(ZMPI_Coll coll, int id);
-/* The algorithm to run: the configured one, or the collective's default (the
- * first entry of its table). */
-const zmpi_algo *zmpi_coll_algo_pick(ZMPI_Coll coll, const ZMPI_Config *cfg);
 
 /* ---- signatures (counts in elements; displacements in elements) ---- */
 typedef int (*zmpi_bcast_fn)(zmpi_call *c, void *buf, size_t count, int root);
@@ -48,9 +36,43 @@ typedef int (*zmpi_allreduce_fn)(zmpi_call *c, const void *sendbuf, void *recvbu
 typedef int (*zmpi_reduce_fn)(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op,
                               int root);
 
-/* Tables (defined in src/coll/<coll>/<coll>.c), terminated by an entry with id 0. */
-extern const zmpi_algo zmpi_bcast_algos[], zmpi_scatter_algos[], zmpi_gather_algos[],
-    zmpi_allgather_algos[], zmpi_alltoall_algos[], zmpi_reduce_scatter_algos[],
-    zmpi_allreduce_algos[], zmpi_reduce_algos[];
+/* An algorithm's function: the member of the table's collective. */
+typedef union zmpi_algo_fn {
+    zmpi_bcast_fn bcast;
+    zmpi_scatterv_fn scatterv;
+    zmpi_gatherv_fn gatherv;
+    zmpi_allgatherv_fn allgatherv;
+    zmpi_alltoallv_fn alltoallv;
+    zmpi_reduce_scatter_fn reduce_scatter;
+    zmpi_allreduce_fn allreduce;
+    zmpi_reduce_fn reduce;
+} zmpi_algo_fn;
+
+typedef struct zmpi_algo {
+    const char *name; /* NULL: no algorithm has this id */
+    const char *description;
+    zmpi_algo_fn fn;
+    int own_bound; /* 1: sets the bound of its compressions itself (the dispatcher does not) */
+} zmpi_algo;
+
+/* A collective's algorithms: algo[id] for the ids 1 .. count - 1 (algo[0],
+ * ZMPI_ALGO_DEFAULT, is unused). They are listed (ZMPI_Coll_algorithms) the
+ * default first, then the others by id. */
+typedef struct zmpi_coll_table {
+    const zmpi_algo *algo;
+    int count;
+    int def; /* the id of the default algorithm */
+} zmpi_coll_table;
+
+/* Tables (defined in src/coll/<coll>/<coll>.c). */
+extern const zmpi_coll_table zmpi_bcast_table, zmpi_scatter_table, zmpi_gather_table, zmpi_allgather_table,
+    zmpi_alltoall_table, zmpi_reduce_scatter_table, zmpi_allreduce_table, zmpi_reduce_table;
+
+/* Descriptor of an algorithm, or NULL. */
+const zmpi_algo *zmpi_coll_algo_get(ZMPI_Coll coll, int id);
+/* The algorithm to run on c (an algorithm id): the configured one, else
+ * `def` if > 0 (the collective's choice from the call's arguments), else the
+ * table's default. */
+int zmpi_coll_algo_pick(const zmpi_call *c, int def);
 
 #endif

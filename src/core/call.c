@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/registry.h"
 #include "core.h"
 
 int zmpi_alloc(size_t n, void *out_ptr)
@@ -353,8 +352,7 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
         count_why(st, ZMPI_WHY_CONFIG); /* out of memory: plain MPI is always correct */
         return 0;
     }
-    c->coll = coll;
-    c->algo = zmpi_coll_algo_pick(coll, &st->cfg)->id;
+    c->coll = coll; /* c->algo: chosen by the collective's dispatcher (src/coll/dispatch.c) */
     c->tune = st->tune_pending && st->tune_is_z;
     if (c->tune)
         tune_start(st, comm); /* after the one-time set-up above */

@@ -19,7 +19,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "coll/registry.h"
 #include "core.h"
 
 extern char **environ;
@@ -370,6 +369,17 @@ int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad)
     return zmpi_config_env(cfg, bad, NULL, 0) ? MPI_ERR_ARG : MPI_SUCCESS;
 }
 
+/* 1 if id is one of coll's algorithms (ZMPI_Coll_algorithms). */
+static int algorithm_known(ZMPI_Coll coll, int id)
+{
+    int ids[32];
+    int n = ZMPI_Coll_algorithms(coll, 32, ids, NULL, NULL);
+    for (int i = 0; i < n && i < 32; i++)
+        if (ids[i] == id)
+            return 1;
+    return 0;
+}
+
 int zmpi_config_check(const ZMPI_Config *cfg, char *msg, size_t cap)
 {
     if (!cfg)
@@ -393,7 +403,7 @@ int zmpi_config_check(const ZMPI_Config *cfg, char *msg, size_t cap)
             return say(msg, cap, "model parameters (net_bw, net_lat, speeds, ratio) must be finite and >= 0");
     for (int k = 0; k < ZMPI_COLL_COUNT; k++)
         if (cfg->algorithm[k] != ZMPI_ALGO_DEFAULT && cfg->algorithm[k] != ZMPI_ALGO_MPI &&
-            !zmpi_coll_algo_get((ZMPI_Coll)k, cfg->algorithm[k]))
+            !algorithm_known((ZMPI_Coll)k, cfg->algorithm[k]))
             return say(msg, cap, "unknown %s algorithm id %d", ZMPI_Coll_name((ZMPI_Coll)k), cfg->algorithm[k]);
     return 0;
 }

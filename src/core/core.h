@@ -169,7 +169,7 @@ typedef struct zmpi_call {
     MPI_Datatype type;
     zmpi_dtype dt;
     size_t es;
-    int algo;           /* algorithm id chosen (> 0) */
+    int algo;           /* algorithm id (> 0), chosen by the collective's dispatcher */
     ZMPI_Scope scope;
     zmpi_eb_mode mode;  /* of the user's bound */
     double eb;          /* the user's bound value */

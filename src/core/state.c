@@ -15,7 +15,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "coll/registry.h"
 #include "core.h"
 
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;

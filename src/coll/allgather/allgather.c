@@ -1,5 +1,6 @@
 /*
- * ZMPI_Allgather / ZMPI_Allgatherv: dispatchers and algorithm table.
+ * ZMPI_Allgather / ZMPI_Allgatherv: rows of the dispatcher (coll/dispatch.h)
+ * and algorithm table.
  *
  * Guarantee (ring, compress once): every rank's block is compressed once by
  * its owner; each other rank decompresses it once, so every element of a
@@ -25,111 +26,104 @@
  * receive buffer spans more than INT_MAX elements runs as plain MPI (not
  * counted in the statistics).
  */
-#include <limits.h>
-#include <stdlib.h>
-
 #include "coll/allgather/allgather.h"
 #include "coll/common/movement.h"
-
-const zmpi_algo zmpi_allgather_algos[] = {
-    {ZMPI_ALLGATHER_RDB, "rdb",
-     "recursive doubling of the compress-once blocks: log2 N steps of doubling size instead of N-1 "
-     "(power-of-two N; others run the ring); fewer, larger messages",
-     (const void *)zmpi_allgatherv_rdb},
-    {ZMPI_ALLGATHER_RING, "ring",
-     "ring; every rank compresses its block once, compressed blocks are forwarded N-1 steps and "
-     "decompressed once at the end (sizes by one allgather of integers)",
-     (const void *)zmpi_allgatherv_ring},
-    {ZMPI_ALLGATHER_CPRP2P, "cprp2p",
-     "baseline: ring where every step decompresses and recompresses the forwarded block (error grows "
-     "per step)",
-     (const void *)zmpi_allgatherv_cprp2p},
-    {0, NULL, NULL, NULL}};
-
-static size_t elem_size(MPI_Datatype type)
-{
-    zmpi_dtype dt;
-    return zmpi_classify(type, &dt) ? zmpi_dtype_size(dt) : 0;
-}
-
-/* The compressed path, after zmpi_call_begin. */
-static int run(zmpi_call *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-               const int *recvcounts, const int *displs)
-{
-    int rc = MPI_SUCCESS, rank = c->rank;
-    char *own = (char *)recvbuf + (ptrdiff_t)displs[rank] * (ptrdiff_t)c->es;
-    if (sendbuf != MPI_IN_PLACE && sendtype != c->type) {
-        /* the own block from a different (equivalent) datatype */
-        rc = zmpi_dm_copy_typed(c->comm, sendbuf, sendcount, sendtype, own, recvcounts[rank], c->type);
-        if (rc)
-            goto fn_exit;
-        sendbuf = MPI_IN_PLACE;
-    }
-    if (c->algo == ZMPI_ALLGATHER_CPRP2P) {
-        const void *in = sendbuf == MPI_IN_PLACE ? own : sendbuf;
-        rc = zmpi_call_bound(c, c->size - 1, in, (size_t)recvcounts[rank]);
-    } else {
-        rc = zmpi_call_bound(c, 1, NULL, 0);
-    }
-    if (rc)
-        goto fn_exit;
-    rc = ((zmpi_allgatherv_fn)zmpi_coll_algo_get(ZMPI_COLL_ALLGATHER, c->algo)->fn)(c, sendbuf, recvbuf,
-                                                                                    recvcounts, displs);
-fn_exit:
-    return rc;
-}
+#include "coll/dispatch.h"
 
 int ZMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                    MPI_Datatype recvtype, MPI_Comm comm)
 {
-    zmpi_call c;
-    int rc = MPI_SUCCESS, on = 0, size = 0;
-    int *counts = NULL, *displs = NULL;
-    PMPI_Comm_size(comm, &size);
-
-    /* the blocks' int displacements must fit (else plain MPI, not counted) */
-    if (recvcount >= 0 && size >= 1 && (size_t)recvcount * (size_t)(size - 1) <= (size_t)INT_MAX)
-        on = zmpi_call_begin(&c, comm, ZMPI_COLL_ALLGATHER, recvtype, MPI_OP_NULL,
-                             (size_t)recvcount * elem_size(recvtype));
-    if (on == 0) {
-        rc = PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-        zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
-    } else if (on != 1) {
-        rc = zmpi_raise(comm, c.err); /* unusable or disagreeing settings */
-    } else {
-        rc = zmpi_dm_equal_layout(size, recvcount, &counts, &displs);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_raise(comm, run(&c, sendbuf, sendcount, sendtype, recvbuf, counts, displs));
-        zmpi_call_end(&c);
-    }
-    free(counts);
-    free(displs);
-    return rc;
+    return zmpi_coll_run_blocks(ZMPI_CC_ALLGATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                0, comm);
 }
 
 int ZMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                     const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    zmpi_call c;
-    int rc, on;
-
-    on = zmpi_call_begin(&c, comm, ZMPI_COLL_ALLGATHER, recvtype, MPI_OP_NULL, SIZE_MAX);
-    if (on == 1) {
-        int bad = 0;
-        for (int i = 0; !bad && i < c.size; i++)
-            bad = recvcounts[i] < 0;
-        if (bad) {
-            zmpi_call_end(&c); /* erroneous arguments: let MPI report them */
-            on = 0;
-        }
-    }
-    if (on == 0) {
-        rc = PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-    } else if (on != 1) {
-        rc = zmpi_raise(comm, c.err);
-    } else {
-        rc = zmpi_raise(comm, run(&c, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs));
-        zmpi_call_end(&c);
-    }
-    return rc;
+    zmpi_coll_args a = {.call = ZMPI_CC_ALLGATHERV, .sendbuf = sendbuf, .sendcount = sendcount,
+                        .sendtype = sendtype, .recvbuf = recvbuf, .recvcounts = recvcounts, .rdispls = displs,
+                        .recvtype = recvtype, .comm = comm};
+    return zmpi_coll_run(&a);
 }
+
+static const zmpi_algo algos[ZMPI_ALLGATHER_ALGO_COUNT] = {
+    [ZMPI_ALLGATHER_RING] = {"ring",
+                             "ring; every rank compresses its block once, compressed blocks are forwarded "
+                             "N-1 steps and decompressed once at the end (sizes by one allgather of "
+                             "integers)",
+                             {.allgatherv = zmpi_allgatherv_ring}},
+    [ZMPI_ALLGATHER_CPRP2P] = {"cprp2p",
+                               "baseline: ring where every step decompresses and recompresses the forwarded "
+                               "block (error grows per step)",
+                               {.allgatherv = zmpi_allgatherv_cprp2p}},
+    [ZMPI_ALLGATHER_RDB] = {"rdb",
+                            "recursive doubling of the compress-once blocks: log2 N steps of doubling size "
+                            "instead of N-1 (power-of-two N; others run the ring); fewer, larger messages",
+                            {.allgatherv = zmpi_allgatherv_rdb}},
+};
+const zmpi_coll_table zmpi_allgather_table = {algos, ZMPI_ALLGATHER_ALGO_COUNT, ZMPI_ALLGATHER_RDB};
+
+/* recvtype is significant on every rank; Allgather's blocks must have int
+ * displacements (else plain MPI, not counted) */
+static int shape(const zmpi_coll_args *a, zmpi_coll_known *k)
+{
+    int size = 0;
+    k->type = a->recvtype;
+    k->bytes = SIZE_MAX;
+    if (a->call == ZMPI_CC_ALLGATHERV)
+        return ZMPI_CALL_ON;
+    PMPI_Comm_size(a->comm, &size);
+    if (!zmpi_coll_fits(a->recvcount, size))
+        return ZMPI_CALL_PLAIN;
+    k->bytes = (size_t)a->recvcount * zmpi_coll_elem_size(a->recvtype);
+    return ZMPI_CALL_ON;
+}
+
+static int invalid(const zmpi_call *c, const zmpi_coll_args *a)
+{
+    return a->call == ZMPI_CC_ALLGATHERV && zmpi_coll_any_negative(a->recvcounts, c->size);
+}
+
+/* Allgather's blocks laid out as Allgatherv's; the own block from a
+ * different (equivalent) datatype. */
+static int prepare(zmpi_call *c, const zmpi_coll_args *a, zmpi_coll_job *j)
+{
+    int rc = MPI_SUCCESS;
+    *j = (zmpi_coll_job){.sendbuf = a->sendbuf, .recvbuf = a->recvbuf, .recvcounts = a->recvcounts,
+                         .rdispls = a->rdispls};
+    if (a->call == ZMPI_CC_ALLGATHER)
+        ZMPI_CHECK(zmpi_coll_layout(c, a->recvcount, j, &j->recvcounts, &j->rdispls));
+    if (a->sendbuf != MPI_IN_PLACE && a->sendtype != c->type) {
+        char *own = (char *)a->recvbuf + (ptrdiff_t)j->rdispls[c->rank] * (ptrdiff_t)c->es;
+        ZMPI_CHECK(zmpi_dm_copy_typed(c->comm, a->sendbuf, a->sendcount, a->sendtype, own,
+                                      j->recvcounts[c->rank], c->type));
+        j->sendbuf = MPI_IN_PLACE;
+    }
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+static int bound(zmpi_call *c, const zmpi_coll_job *j)
+{
+    if (c->algo != ZMPI_ALLGATHER_CPRP2P)
+        return zmpi_coll_bound_once(c, j);
+    /* a block passes up to N-1 compressions; REL: the range of all own blocks */
+    const void *in = j->sendbuf;
+    if (in == MPI_IN_PLACE)
+        in = (const char *)j->recvbuf + (ptrdiff_t)j->rdispls[c->rank] * (ptrdiff_t)c->es;
+    return zmpi_call_bound(c, c->size - 1, in, (size_t)j->recvcounts[c->rank]);
+}
+
+static int plain(const zmpi_coll_args *a)
+{
+    if (a->call == ZMPI_CC_ALLGATHER)
+        return PMPI_Allgather(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcount, a->recvtype,
+                              a->comm);
+    return PMPI_Allgatherv(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcounts, a->rdispls,
+                           a->recvtype, a->comm);
+}
+
+const zmpi_coll_ops zmpi_allgather_ops = {
+    .shape = shape, .invalid = invalid, .prepare = prepare, .bound = bound, .plain = plain};

@@ -1,5 +1,5 @@
 /*
- * Allgather(v) algorithms (table zmpi_allgather_algos in allgather.c,
+ * Allgather(v) algorithms (table zmpi_allgather_table in allgather.c,
  * signature zmpi_allgatherv_fn in coll/registry.h).
  *
  * zmpi_allgatherv_ring may be called by other collectives (Allreduce =
@@ -12,7 +12,13 @@
 
 #include "coll/registry.h"
 
-enum { ZMPI_ALLGATHER_RING = 1, ZMPI_ALLGATHER_CPRP2P = 2, ZMPI_ALLGATHER_RDB = 3 };
+/* Algorithm ids (ZMPI_Coll_algorithms); ZMPI_ALLGATHER_ALGO_COUNT is one past the largest. */
+typedef enum zmpi_allgather_algo {
+    ZMPI_ALLGATHER_RING = 1,
+    ZMPI_ALLGATHER_CPRP2P = 2,
+    ZMPI_ALLGATHER_RDB = 3,
+    ZMPI_ALLGATHER_ALGO_COUNT
+} zmpi_allgather_algo;
 
 int zmpi_allgatherv_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
                          const int *displs);

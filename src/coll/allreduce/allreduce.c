@@ -1,6 +1,7 @@
 /*
- * ZMPI_Allreduce: dispatch to the plain MPI call or to a compressed
- * algorithm (table below, ZMPI_ALLREDUCE_ALGORITHM).
+ * ZMPI_Allreduce: row of the dispatcher (coll/dispatch.h), which runs the
+ * plain MPI call or a compressed algorithm (table below,
+ * ZMPI_ALLREDUCE_ALGORITHM).
  *
  * Guarantees (N ranks; details and diagrams in the algorithm files):
  *   rhd (default)   result scope:  every element within eb of the
@@ -19,54 +20,57 @@
  * bound configured, or ZMPI_ALGO_MPI (zmpi_call_begin, same on every rank).
  */
 #include "coll/allreduce/allreduce.h"
-
-const zmpi_algo zmpi_allreduce_algos[] = {
-    {ZMPI_ALLREDUCE_RHD, "rhd",
-     "recursive halving reduce-scatter (pieces compressed while in flight) + recursive doubling "
-     "allgather of compress-once blocks (Rabenseifner): 2 log2 N messages instead of 2N-2; error "
-     "<= N compressions, identical results on all ranks",
-     (const void *)zmpi_allreduce_rhd},
-    {ZMPI_ALLREDUCE_RING, "ring",
-     "ring reduce-scatter (pieces compressed while in flight) + ring allgather of blocks compressed "
-     "once by their owner; error <= N compressions, identical results on all ranks",
-     (const void *)zmpi_allreduce_ring},
-    {ZMPI_ALLREDUCE_CPRP2P, "cprp2p",
-     "baseline: ring reduce-scatter + ring allgather that decompresses and recompresses at every "
-     "hop; error <= 2N-2 compressions",
-     (const void *)zmpi_allreduce_cprp2p},
-    {0, NULL, NULL, NULL}};
+#include "coll/dispatch.h"
 
 int ZMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                    MPI_Comm comm)
 {
-    int rc = MPI_SUCCESS;
-    zmpi_call c;
-    zmpi_dtype dt;
-    const zmpi_algo *a;
-    size_t es = zmpi_classify(datatype, &dt) ? zmpi_dtype_size(dt) : 0;
-
-    /* invalid arguments: let MPI report them */
-    if (comm == MPI_COMM_NULL || count < 0)
-        goto fn_plain;
-    rc = zmpi_call_begin(&c, comm, ZMPI_COLL_ALLREDUCE, datatype, op, (size_t)count * es);
-    if (rc == ZMPI_CALL_PLAIN)
-        goto fn_plain;
-    if (rc == ZMPI_CALL_ERR) {
-        rc = c.err;
-        goto fn_fail;
-    }
-    a = zmpi_coll_algo_get(ZMPI_COLL_ALLREDUCE, c.algo);
-    rc = a ? ((zmpi_allreduce_fn)a->fn)(&c, sendbuf, recvbuf, (size_t)count, op) : MPI_ERR_INTERN;
-    zmpi_call_end(&c);
-    if (rc)
-        goto fn_fail;
-fn_exit:
-    return rc;
-fn_fail:
-    rc = zmpi_raise(comm, rc); /* zmpi's errors, and those of the private duplicate */
-    goto fn_exit;
-fn_plain:
-    rc = PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
-    goto fn_exit;
+    zmpi_coll_args a = {.call = ZMPI_CC_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                        .datatype = datatype, .op = op, .comm = comm};
+    return zmpi_coll_run(&a);
 }
+
+static const zmpi_algo algos[ZMPI_ALLREDUCE_ALGO_COUNT] = {
+    [ZMPI_ALLREDUCE_RING] = {"ring",
+                             "ring reduce-scatter (pieces compressed while in flight) + ring allgather of "
+                             "blocks compressed once by their owner; error <= N compressions, identical "
+                             "results on all ranks",
+                             {.allreduce = zmpi_allreduce_ring}},
+    [ZMPI_ALLREDUCE_CPRP2P] = {"cprp2p",
+                               "baseline: ring reduce-scatter + ring allgather that decompresses and "
+                               "recompresses at every hop; error <= 2N-2 compressions",
+                               {.allreduce = zmpi_allreduce_cprp2p}},
+    [ZMPI_ALLREDUCE_RHD] = {"rhd",
+                            "recursive halving reduce-scatter (pieces compressed while in flight) + "
+                            "recursive doubling allgather of compress-once blocks (Rabenseifner): 2 log2 N "
+                            "messages instead of 2N-2; error <= N compressions, identical results on all "
+                            "ranks",
+                            {.allreduce = zmpi_allreduce_rhd}},
+};
+const zmpi_coll_table zmpi_allreduce_table = {algos, ZMPI_ALLREDUCE_ALGO_COUNT, ZMPI_ALLREDUCE_RHD};
+
+/* Invalid arguments run as the plain call, which lets MPI report them. */
+static int shape(const zmpi_coll_args *a, zmpi_coll_known *k)
+{
+    if (a->comm == MPI_COMM_NULL || a->count < 0)
+        return ZMPI_CALL_PLAIN;
+    k->type = a->datatype;
+    k->bytes = (size_t)a->count * zmpi_coll_elem_size(a->datatype);
+    return ZMPI_CALL_ON;
+}
+
+static int prepare(zmpi_call *c, const zmpi_coll_args *a, zmpi_coll_job *j)
+{
+    (void)c;
+    *j = (zmpi_coll_job){
+        .sendbuf = a->sendbuf, .recvbuf = a->recvbuf, .count = (size_t)a->count, .op = a->op};
+    return MPI_SUCCESS;
+}
+
+static int plain(const zmpi_coll_args *a)
+{
+    return PMPI_Allreduce(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op, a->comm);
+}
+
+/* No bound: the algorithms set it themselves. */
+const zmpi_coll_ops zmpi_allreduce_ops = {.reduces = 1, .shape = shape, .prepare = prepare, .plain = plain};

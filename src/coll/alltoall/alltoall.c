@@ -1,5 +1,6 @@
 /*
- * ZMPI_Alltoall / ZMPI_Alltoallv: dispatchers and algorithm table.
+ * ZMPI_Alltoall / ZMPI_Alltoallv: rows of the dispatcher (coll/dispatch.h)
+ * and algorithm table.
  *
  * Guarantee: each outgoing block is compressed once by its sender and
  * decompressed once by its receiver, so every element received from another
@@ -19,137 +20,130 @@
  * span more than INT_MAX elements runs as plain MPI (not counted).
  */
 #include <limits.h>
-#include <stdlib.h>
 
 #include "coll/alltoall/alltoall.h"
 #include "coll/common/movement.h"
-
-const zmpi_algo zmpi_alltoall_algos[] = {
-    {ZMPI_ALLTOALL_PAIRWISE, "pairwise",
-     "pairwise exchange in N-1 steps; every outgoing block is compressed once by its sender and "
-     "decompressed once by its receiver",
-     (const void *)zmpi_alltoallv_pairwise},
-    {0, NULL, NULL, NULL}};
-
-static size_t elem_size(MPI_Datatype type)
-{
-    zmpi_dtype dt;
-    return zmpi_classify(type, &dt) ? zmpi_dtype_size(dt) : 0;
-}
-
-/* The compressed path, after zmpi_call_begin. A send buffer in another
- * (equivalent) datatype is first converted to contiguous elements. */
-static int run(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *sdispls,
-               MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls)
-{
-    int rc, size = c->size, tsize = 0;
-    int *tc = NULL, *td = NULL;
-    char *tmp = NULL;
-    MPI_Aint lb = 0, extent = 0;
-
-    rc = zmpi_call_bound(c, 1, NULL, 0);
-    if (rc)
-        goto fn_exit;
-    if (sendbuf != MPI_IN_PLACE && sendtype != c->type) {
-        size_t total = 0;
-        rc = PMPI_Type_size(sendtype, &tsize);
-        if (rc == MPI_SUCCESS)
-            rc = PMPI_Type_get_extent(sendtype, &lb, &extent);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_alloc((size_t)size * sizeof *tc, &tc);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_alloc((size_t)size * sizeof *td, &td);
-        if (rc)
-            goto fn_exit;
-        for (int j = 0; j < size; j++) {
-            size_t bytes = (size_t)(sendcounts[j] > 0 ? sendcounts[j] : 0) * (size_t)(tsize > 0 ? tsize : 0);
-            if (bytes % c->es || bytes / c->es > (size_t)INT_MAX || total > (size_t)INT_MAX) {
-                rc = bytes % c->es ? MPI_ERR_TYPE : MPI_ERR_COUNT;
-                goto fn_exit;
-            }
-            tc[j] = (int)(bytes / c->es);
-            td[j] = (int)total;
-            total += (size_t)tc[j];
-        }
-        rc = zmpi_scratch_get(c, total * c->es, &tmp);
-        for (int j = 0; rc == MPI_SUCCESS && j < size; j++)
-            rc = zmpi_dm_copy_typed(c->comm, (const char *)sendbuf + (MPI_Aint)sdispls[j] * extent,
-                                    sendcounts[j], sendtype, tmp + (size_t)td[j] * c->es, tc[j], c->type);
-        if (rc)
-            goto fn_exit;
-        sendbuf = tmp;
-        sendcounts = tc;
-        sdispls = td;
-    }
-    rc = ((zmpi_alltoallv_fn)zmpi_coll_algo_get(ZMPI_COLL_ALLTOALL, c->algo)->fn)(
-        c, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls);
-fn_exit:
-    zmpi_scratch_put(c, tmp);
-    free(tc);
-    free(td);
-    return rc;
-}
+#include "coll/dispatch.h"
 
 int ZMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                   MPI_Datatype recvtype, MPI_Comm comm)
 {
-    zmpi_call c;
-    int rc = MPI_SUCCESS, on = 0, size = 0, in_place = sendbuf == MPI_IN_PLACE;
-    int *rcounts = NULL, *rdispls = NULL, *scounts = NULL, *sdispls = NULL;
-    PMPI_Comm_size(comm, &size);
-    int scount = in_place ? recvcount : sendcount;
-
-    /* the blocks' int displacements must fit (else plain MPI, not counted) */
-    if (recvcount >= 0 && scount >= 0 && size >= 1 &&
-        (size_t)recvcount * (size_t)(size - 1) <= (size_t)INT_MAX &&
-        (size_t)scount * (size_t)(size - 1) <= (size_t)INT_MAX)
-        on = zmpi_call_begin(&c, comm, ZMPI_COLL_ALLTOALL, recvtype, MPI_OP_NULL,
-                             (size_t)recvcount * elem_size(recvtype));
-    if (on == 0) {
-        rc = PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-        zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
-    } else if (on != 1) {
-        rc = zmpi_raise(comm, c.err); /* unusable or disagreeing settings */
-    } else {
-        rc = zmpi_dm_equal_layout(size, recvcount, &rcounts, &rdispls);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_dm_equal_layout(size, scount, &scounts, &sdispls);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_raise(comm, run(&c, sendbuf, scounts, sdispls, sendtype, recvbuf, rcounts, rdispls));
-        zmpi_call_end(&c);
-    }
-    free(rcounts);
-    free(rdispls);
-    free(scounts);
-    free(sdispls);
-    return rc;
+    return zmpi_coll_run_blocks(ZMPI_CC_ALLTOALL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                0, comm);
 }
 
 int ZMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                    void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
                    MPI_Comm comm)
 {
-    zmpi_call c;
-    int rc, on;
+    zmpi_coll_args a = {.call = ZMPI_CC_ALLTOALLV, .sendbuf = sendbuf, .sendcounts = sendcounts,
+                        .sdispls = sdispls, .sendtype = sendtype, .recvbuf = recvbuf,
+                        .recvcounts = recvcounts, .rdispls = rdispls, .recvtype = recvtype, .comm = comm};
+    return zmpi_coll_run(&a);
+}
 
-    on = zmpi_call_begin(&c, comm, ZMPI_COLL_ALLTOALL, recvtype, MPI_OP_NULL, SIZE_MAX);
-    if (on == 1) {
-        int bad = 0;
-        for (int i = 0; !bad && i < c.size; i++)
-            bad = recvcounts[i] < 0 || (sendbuf != MPI_IN_PLACE && sendcounts[i] < 0);
-        if (bad) {
-            zmpi_call_end(&c); /* erroneous arguments: let MPI report them */
-            on = 0;
+static const zmpi_algo algos[ZMPI_ALLTOALL_ALGO_COUNT] = {
+    [ZMPI_ALLTOALL_PAIRWISE] = {"pairwise",
+                                "pairwise exchange in N-1 steps; every outgoing block is compressed once by "
+                                "its sender and decompressed once by its receiver",
+                                {.alltoallv = zmpi_alltoallv_pairwise}},
+};
+const zmpi_coll_table zmpi_alltoall_table = {algos, ZMPI_ALLTOALL_ALGO_COUNT, ZMPI_ALLTOALL_PAIRWISE};
+
+/* Alltoall's send block (recvcount elements in place). */
+static int send_count(const zmpi_coll_args *a)
+{
+    return a->sendbuf == MPI_IN_PLACE ? a->recvcount : a->sendcount;
+}
+
+/* recvtype is significant on every rank; Alltoall's blocks must have int
+ * displacements (else plain MPI, not counted) */
+static int shape(const zmpi_coll_args *a, zmpi_coll_known *k)
+{
+    int size = 0;
+    k->type = a->recvtype;
+    k->bytes = SIZE_MAX;
+    if (a->call == ZMPI_CC_ALLTOALLV)
+        return ZMPI_CALL_ON;
+    PMPI_Comm_size(a->comm, &size);
+    if (!zmpi_coll_fits(a->recvcount, size) || !zmpi_coll_fits(send_count(a), size))
+        return ZMPI_CALL_PLAIN;
+    k->bytes = (size_t)a->recvcount * zmpi_coll_elem_size(a->recvtype);
+    return ZMPI_CALL_ON;
+}
+
+static int invalid(const zmpi_call *c, const zmpi_coll_args *a)
+{
+    if (a->call != ZMPI_CC_ALLTOALLV)
+        return 0;
+    return zmpi_coll_any_negative(a->recvcounts, c->size) ||
+           (a->sendbuf != MPI_IN_PLACE && zmpi_coll_any_negative(a->sendcounts, c->size));
+}
+
+/* A send buffer in another (equivalent) datatype: converted to contiguous
+ * elements of the call's type (j->scratch, layout in j->owned[4..5]). */
+static int convert_send(zmpi_call *c, const zmpi_coll_args *a, zmpi_coll_job *j)
+{
+    int rc, size = c->size, tsize = 0, *tc, *td;
+    size_t total = 0;
+    MPI_Aint lb = 0, extent = 0;
+
+    ZMPI_CHECK(PMPI_Type_size(a->sendtype, &tsize));
+    ZMPI_CHECK(PMPI_Type_get_extent(a->sendtype, &lb, &extent));
+    ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *tc, &j->owned[4]));
+    ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *td, &j->owned[5]));
+    tc = j->owned[4];
+    td = j->owned[5];
+    for (int k = 0; k < size; k++) {
+        size_t n = (size_t)(j->sendcounts[k] > 0 ? j->sendcounts[k] : 0);
+        size_t bytes = n * (size_t)(tsize > 0 ? tsize : 0);
+        if (bytes % c->es || bytes / c->es > (size_t)INT_MAX || total > (size_t)INT_MAX) {
+            rc = bytes % c->es ? MPI_ERR_TYPE : MPI_ERR_COUNT;
+            goto fn_fail;
         }
+        tc[k] = (int)(bytes / c->es);
+        td[k] = (int)total;
+        total += (size_t)tc[k];
     }
-    if (on == 0) {
-        rc = PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                            comm);
-    } else if (on != 1) {
-        rc = zmpi_raise(comm, c.err);
-    } else {
-        rc = zmpi_raise(comm, run(&c, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls));
-        zmpi_call_end(&c);
-    }
+    ZMPI_CHECK(zmpi_scratch_get(c, total * c->es, &j->scratch));
+    char *tmp = j->scratch;
+    for (int k = 0; k < size; k++)
+        ZMPI_CHECK(zmpi_dm_copy_typed(c->comm, (const char *)a->sendbuf + (MPI_Aint)j->sdispls[k] * extent,
+                                      j->sendcounts[k], a->sendtype, tmp + (size_t)td[k] * c->es, tc[k],
+                                      c->type));
+    j->sendbuf = tmp;
+    j->sendcounts = tc;
+    j->sdispls = td;
+fn_fail:
     return rc;
 }
+
+/* Alltoall's blocks laid out as Alltoallv's. */
+static int prepare(zmpi_call *c, const zmpi_coll_args *a, zmpi_coll_job *j)
+{
+    int rc = MPI_SUCCESS;
+    *j = (zmpi_coll_job){.sendbuf = a->sendbuf, .sendcounts = a->sendcounts, .sdispls = a->sdispls,
+                         .recvbuf = a->recvbuf, .recvcounts = a->recvcounts, .rdispls = a->rdispls};
+    if (a->call == ZMPI_CC_ALLTOALL) {
+        ZMPI_CHECK(zmpi_coll_layout(c, a->recvcount, j, &j->recvcounts, &j->rdispls));
+        ZMPI_CHECK(zmpi_coll_layout(c, send_count(a), j, &j->sendcounts, &j->sdispls));
+    }
+    if (a->sendbuf != MPI_IN_PLACE && a->sendtype != c->type)
+        ZMPI_CHECK(convert_send(c, a, j));
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+static int plain(const zmpi_coll_args *a)
+{
+    if (a->call == ZMPI_CC_ALLTOALL)
+        return PMPI_Alltoall(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcount, a->recvtype,
+                             a->comm);
+    return PMPI_Alltoallv(a->sendbuf, a->sendcounts, a->sdispls, a->sendtype, a->recvbuf, a->recvcounts,
+                          a->rdispls, a->recvtype, a->comm);
+}
+
+const zmpi_coll_ops zmpi_alltoall_ops = {.shape = shape, .invalid = invalid, .prepare = prepare,
+                                         .bound = zmpi_coll_bound_once, .plain = plain};

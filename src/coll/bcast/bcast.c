@@ -1,5 +1,6 @@
 /*
- * ZMPI_Bcast: dispatcher and algorithm table.
+ * ZMPI_Bcast: row of the dispatcher (coll/dispatch.h) and
+ * algorithm table.
  *
  * Guarantee (compress once, binomial and pipelined): the root's buffer is
  * unchanged; every other rank receives each element within the bound of one
@@ -18,25 +19,65 @@
 #include <stdint.h>
 
 #include "coll/bcast/bcast.h"
-#include "coll/common/movement.h"
+#include "coll/dispatch.h"
 
-const zmpi_algo zmpi_bcast_algos[] = {
-    {ZMPI_BCAST_BINOMIAL, "binomial",
-     "binomial tree; the root compresses once, inner ranks forward the stream, every rank decompresses once",
-     (const void *)zmpi_bcast_binomial},
-    {ZMPI_BCAST_PIPELINED, "pipelined",
-     "binomial tree, chunk by chunk (ZMPI_CHUNK elements per stream): compression, transfer and "
-     "decompression overlap; the default from 4 chunks on below 4 ranks",
-     (const void *)zmpi_bcast_pipelined},
-    {ZMPI_BCAST_CPRP2P, "cprp2p",
-     "baseline: binomial tree where every inner rank decompresses and recompresses (error grows per hop)",
-     (const void *)zmpi_bcast_cprp2p},
-    {ZMPI_BCAST_SCATTER_ALLGATHER, "scatter_allgather",
-     "the root compresses N pieces once; the streams are scattered, then allgathered (about 2 x the "
-     "compressed size per rank instead of log2 N x); the default from 4 ranks and 4096 elements per "
-     "rank on",
-     (const void *)zmpi_bcast_scatter_allgather},
-    {0, NULL, NULL, NULL}};
+int ZMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    zmpi_coll_args a = {.call = ZMPI_CC_BCAST, .recvbuf = buffer, .count = count, .datatype = datatype,
+                        .root = root, .comm = comm};
+    return zmpi_coll_run(&a);
+}
+
+static const zmpi_algo algos[ZMPI_BCAST_ALGO_COUNT] = {
+    [ZMPI_BCAST_BINOMIAL] = {"binomial",
+                             "binomial tree; the root compresses once, inner ranks forward the stream, "
+                             "every rank decompresses once",
+                             {.bcast = zmpi_bcast_binomial}},
+    [ZMPI_BCAST_PIPELINED] = {"pipelined",
+                              "binomial tree, chunk by chunk (ZMPI_CHUNK elements per stream): compression, "
+                              "transfer and decompression overlap; the default from 4 chunks on below 4 "
+                              "ranks",
+                              {.bcast = zmpi_bcast_pipelined}},
+    [ZMPI_BCAST_CPRP2P] = {"cprp2p",
+                           "baseline: binomial tree where every inner rank decompresses and recompresses "
+                           "(error grows per hop)",
+                           {.bcast = zmpi_bcast_cprp2p}},
+    [ZMPI_BCAST_SCATTER_ALLGATHER] = {"scatter_allgather",
+                                      "the root compresses N pieces once; the streams are scattered, then "
+                                      "allgathered (about 2 x the compressed size per rank instead of log2 "
+                                      "N x); the default from 4 ranks and 4096 elements per rank on",
+                                      {.bcast = zmpi_bcast_scatter_allgather}},
+};
+const zmpi_coll_table zmpi_bcast_table = {algos, ZMPI_BCAST_ALGO_COUNT, ZMPI_BCAST_BINOMIAL};
+
+static int shape(const zmpi_coll_args *a, zmpi_coll_known *k)
+{
+    k->type = a->datatype;
+    k->bytes = (size_t)(a->count > 0 ? a->count : 0) * zmpi_coll_elem_size(a->datatype);
+    return ZMPI_CALL_ON;
+}
+
+static int invalid(const zmpi_call *c, const zmpi_coll_args *a)
+{
+    return a->count < 0 || zmpi_coll_bad_root(c, a);
+}
+
+static int choose(const zmpi_call *c, const zmpi_coll_args *a)
+{
+    size_t n = (size_t)a->count;
+    if (c->size >= 4 && n >= (size_t)c->size * 4096)
+        return ZMPI_BCAST_SCATTER_ALLGATHER; /* large message, many ranks: ~2 x |Z| per rank */
+    if (n / 4 >= c->st->cfg.chunk)
+        return ZMPI_BCAST_PIPELINED; /* large message, few ranks: overlap the stages */
+    return 0;
+}
+
+static int prepare(zmpi_call *c, const zmpi_coll_args *a, zmpi_coll_job *j)
+{
+    (void)c;
+    *j = (zmpi_coll_job){.recvbuf = a->recvbuf, .count = (size_t)a->count, .root = a->root};
+    return MPI_SUCCESS;
+}
 
 static int ceil_log2(int n)
 {
@@ -46,48 +87,17 @@ static int ceil_log2(int n)
     return d;
 }
 
-/* The compressed path, after zmpi_call_begin. */
-static int run(zmpi_call *c, void *buffer, size_t n, int root)
+static int bound(zmpi_call *c, const zmpi_coll_job *j)
 {
-    int rc, algo = c->algo;
-    if (c->st->cfg.algorithm[ZMPI_COLL_BCAST] == ZMPI_ALGO_DEFAULT) {
-        if (c->size >= 4 && n >= (size_t)c->size * 4096)
-            algo = ZMPI_BCAST_SCATTER_ALLGATHER; /* large message, many ranks: ~2 x |Z| per rank */
-        else if (n / 4 >= c->st->cfg.chunk)
-            algo = ZMPI_BCAST_PIPELINED; /* large message, few ranks: overlap the stages */
-    }
-    if (algo == ZMPI_BCAST_CPRP2P)
-        rc = zmpi_call_bound(c, ceil_log2(c->size), buffer, c->rank == root ? n : 0);
-    else
-        rc = zmpi_call_bound(c, 1, NULL, 0);
-    if (rc)
-        goto fn_exit;
-    rc = ((zmpi_bcast_fn)zmpi_coll_algo_get(ZMPI_COLL_BCAST, algo)->fn)(c, buffer, n, root);
-fn_exit:
-    return rc;
+    if (c->algo == ZMPI_BCAST_CPRP2P) /* one compression per tree level; REL: the root's range */
+        return zmpi_call_bound(c, ceil_log2(c->size), j->recvbuf, c->rank == j->root ? j->count : 0);
+    return zmpi_call_bound(c, 1, NULL, 0);
 }
 
-int ZMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+static int plain(const zmpi_coll_args *a)
 {
-    zmpi_call c;
-    zmpi_dtype dt;
-    int rc, on;
-    size_t es = zmpi_classify(datatype, &dt) ? zmpi_dtype_size(dt) : 0;
-    size_t n = count > 0 ? (size_t)count : 0;
-
-    on = zmpi_call_begin(&c, comm, ZMPI_COLL_BCAST, datatype, MPI_OP_NULL, n * es);
-    if (on == 1 && (count < 0 || root < 0 || root >= c.size)) {
-        zmpi_call_end(&c); /* erroneous arguments: let MPI report them */
-        on = 0;
-    }
-    if (on == 0) {
-        rc = PMPI_Bcast(buffer, count, datatype, root, comm);
-        zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
-    } else if (on != 1) {
-        rc = zmpi_raise(comm, c.err); /* unusable or disagreeing settings */
-    } else {
-        rc = zmpi_raise(comm, run(&c, buffer, n, root));
-        zmpi_call_end(&c);
-    }
-    return rc;
+    return PMPI_Bcast(a->recvbuf, a->count, a->datatype, a->root, a->comm);
 }
+
+const zmpi_coll_ops zmpi_bcast_ops = {
+    .shape = shape, .invalid = invalid, .choose = choose, .prepare = prepare, .bound = bound, .plain = plain};

@@ -1,5 +1,5 @@
 /*
- * Bcast algorithms (table zmpi_bcast_algos in bcast.c, signature
+ * Bcast algorithms (table zmpi_bcast_table in bcast.c, signature
  * zmpi_bcast_fn in coll/registry.h).
  */
 #ifndef ZMPI_COLL_BCAST_H
@@ -7,7 +7,14 @@
 
 #include "coll/registry.h"
 
-enum { ZMPI_BCAST_BINOMIAL = 1, ZMPI_BCAST_PIPELINED = 2, ZMPI_BCAST_CPRP2P = 3, ZMPI_BCAST_SCATTER_ALLGATHER = 4 };
+/* Algorithm ids (ZMPI_Coll_algorithms); ZMPI_BCAST_ALGO_COUNT is one past the largest. */
+typedef enum zmpi_bcast_algo {
+    ZMPI_BCAST_BINOMIAL = 1,
+    ZMPI_BCAST_PIPELINED = 2,
+    ZMPI_BCAST_CPRP2P = 3,
+    ZMPI_BCAST_SCATTER_ALLGATHER = 4,
+    ZMPI_BCAST_ALGO_COUNT
+} zmpi_bcast_algo;
 
 int zmpi_bcast_binomial(zmpi_call *c, void *buf, size_t count, int root);
 int zmpi_bcast_pipelined(zmpi_call *c, void *buf, size_t count, int root);

@@ -1,5 +1,5 @@
 /*
- * Gather(v) algorithms (table zmpi_gather_algos in gather.c, signature
+ * Gather(v) algorithms (table zmpi_gather_table in gather.c, signature
  * zmpi_gatherv_fn in coll/registry.h).
  */
 #ifndef ZMPI_COLL_GATHER_H
@@ -7,7 +7,13 @@
 
 #include "coll/registry.h"
 
-enum { ZMPI_GATHER_LINEAR = 1, ZMPI_GATHER_BINOMIAL = 2, ZMPI_GATHER_CPRP2P = 3 };
+/* Algorithm ids (ZMPI_Coll_algorithms); ZMPI_GATHER_ALGO_COUNT is one past the largest. */
+typedef enum zmpi_gather_algo {
+    ZMPI_GATHER_LINEAR = 1,
+    ZMPI_GATHER_BINOMIAL = 2,
+    ZMPI_GATHER_CPRP2P = 3,
+    ZMPI_GATHER_ALGO_COUNT
+} zmpi_gather_algo;
 
 int zmpi_gatherv_linear(zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
                         const int *recvcounts, const int *displs, int root);

@@ -1,6 +1,6 @@
 /*
- * ZMPI_Reduce: dispatch to the plain MPI call or to a compressed algorithm
- * (table below, ZMPI_REDUCE_ALGORITHM).
+ * ZMPI_Reduce: row of the dispatcher (coll/dispatch.h), which runs the plain
+ * MPI call or a compressed algorithm (table below, ZMPI_REDUCE_ALGORITHM).
  *
  * Guarantee (rsg, N ranks; details in reduce_rsg.c):
  *   result scope:  every element of the root's result within eb of the
@@ -19,56 +19,57 @@
  * ZMPI_ALGO_MPI (zmpi_call_begin, same on every rank), and for an invalid
  * root (MPI reports it).
  */
+#include "coll/dispatch.h"
 #include "coll/reduce/reduce.h"
-
-const zmpi_algo zmpi_reduce_algos[] = {
-    {ZMPI_REDUCE_RSG, "rsg",
-     "ring reduce-scatter (pieces compressed while in flight) + gather of the blocks, compressed "
-     "once, to the root; error <= N compressions",
-     (const void *)zmpi_reduce_rsg},
-    {ZMPI_REDUCE_CPRP2P, "cprp2p",
-     "baseline: binomial tree where every hop decompresses, reduces and recompresses the partial result "
-     "(error grows per hop)",
-     (const void *)zmpi_reduce_cprp2p},
-    {0, NULL, NULL, NULL}};
 
 int ZMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                 MPI_Comm comm)
 {
-    int rc = MPI_SUCCESS, size = 0;
-    zmpi_call c;
-    zmpi_dtype dt;
-    const zmpi_algo *a;
-    size_t es = zmpi_classify(datatype, &dt) ? zmpi_dtype_size(dt) : 0;
-
-    /* invalid arguments (and intercommunicator roots MPI_ROOT / MPI_PROC_NULL):
-     * let MPI handle them */
-    if (comm == MPI_COMM_NULL || count < 0)
-        goto fn_plain;
-    rc = PMPI_Comm_size(comm, &size);
-    if (rc)
-        goto fn_fail;
-    if (root < 0 || root >= size)
-        goto fn_plain;
-    rc = zmpi_call_begin(&c, comm, ZMPI_COLL_REDUCE, datatype, op, (size_t)count * es);
-    if (rc == ZMPI_CALL_PLAIN)
-        goto fn_plain;
-    if (rc == ZMPI_CALL_ERR) {
-        rc = c.err;
-        goto fn_fail;
-    }
-    a = zmpi_coll_algo_get(ZMPI_COLL_REDUCE, c.algo);
-    rc = a ? ((zmpi_reduce_fn)a->fn)(&c, sendbuf, recvbuf, (size_t)count, op, root) : MPI_ERR_INTERN;
-    zmpi_call_end(&c);
-    if (rc)
-        goto fn_fail;
-fn_exit:
-    return rc;
-fn_fail:
-    rc = zmpi_raise(comm, rc); /* zmpi's errors, and those of the private duplicate */
-    goto fn_exit;
-fn_plain:
-    rc = PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
-    zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
-    goto fn_exit;
+    zmpi_coll_args a = {.call = ZMPI_CC_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                        .datatype = datatype, .op = op, .root = root, .comm = comm};
+    return zmpi_coll_run(&a);
 }
+
+static const zmpi_algo algos[ZMPI_REDUCE_ALGO_COUNT] = {
+    [ZMPI_REDUCE_RSG] = {"rsg",
+                         "ring reduce-scatter (pieces compressed while in flight) + gather of the blocks, "
+                         "compressed once, to the root; error <= N compressions",
+                         {.reduce = zmpi_reduce_rsg}},
+    [ZMPI_REDUCE_CPRP2P] = {"cprp2p",
+                            "baseline: binomial tree where every hop decompresses, reduces and recompresses "
+                            "the partial result (error grows per hop)",
+                            {.reduce = zmpi_reduce_cprp2p}},
+};
+const zmpi_coll_table zmpi_reduce_table = {algos, ZMPI_REDUCE_ALGO_COUNT, ZMPI_REDUCE_RSG};
+
+/* Invalid arguments (and intercommunicator roots MPI_ROOT / MPI_PROC_NULL)
+ * run as the plain call, which lets MPI handle them. */
+static int shape(const zmpi_coll_args *a, zmpi_coll_known *k)
+{
+    int size = 0;
+    if (a->comm == MPI_COMM_NULL || a->count < 0)
+        return ZMPI_CALL_PLAIN;
+    if ((k->err = PMPI_Comm_size(a->comm, &size)) != MPI_SUCCESS)
+        return ZMPI_CALL_ERR;
+    if (a->root < 0 || a->root >= size)
+        return ZMPI_CALL_PLAIN;
+    k->type = a->datatype;
+    k->bytes = (size_t)a->count * zmpi_coll_elem_size(a->datatype);
+    return ZMPI_CALL_ON;
+}
+
+static int prepare(zmpi_call *c, const zmpi_coll_args *a, zmpi_coll_job *j)
+{
+    (void)c;
+    *j = (zmpi_coll_job){.sendbuf = a->sendbuf, .recvbuf = a->recvbuf, .count = (size_t)a->count,
+                         .op = a->op, .root = a->root};
+    return MPI_SUCCESS;
+}
+
+static int plain(const zmpi_coll_args *a)
+{
+    return PMPI_Reduce(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op, a->root, a->comm);
+}
+
+/* No bound: the algorithms set it themselves. */
+const zmpi_coll_ops zmpi_reduce_ops = {.reduces = 1, .shape = shape, .prepare = prepare, .plain = plain};

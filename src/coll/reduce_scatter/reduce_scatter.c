@@ -1,6 +1,7 @@
 /*
- * ZMPI_Reduce_scatter and ZMPI_Reduce_scatter_block: dispatch to the plain
- * MPI call or to a compressed algorithm (table below, ZMPI_REDUCE_SCATTER_ALGORITHM).
+ * ZMPI_Reduce_scatter and ZMPI_Reduce_scatter_block: rows of the dispatcher
+ * (coll/dispatch.h), which runs the plain MPI call or a compressed algorithm
+ * (table below, ZMPI_REDUCE_SCATTER_ALGORITHM).
  *
  * Guarantee (ring, the default, and rhd: a reduction cannot forward
  * compressed bytes, so every merge is a compression "hop"):
@@ -21,118 +22,87 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "coll/dispatch.h"
 #include "coll/reduce_scatter/reduce_scatter.h"
 
-const zmpi_algo zmpi_reduce_scatter_algos[] = {
-    {ZMPI_REDUCE_SCATTER_RING, "ring",
-     "ring of N-1 steps; each partial block is compressed in pieces while the previous pieces are "
-     "in flight, then decompressed and reduced (error <= (N-1) compressions)",
-     (const void *)zmpi_reduce_scatter_ring},
-    {ZMPI_REDUCE_SCATTER_RHD, "rhd",
-     "recursive halving (power-of-two N; others run the ring): log2 N steps, the outgoing half "
-     "compressed in pieces while in flight, the incoming half reduced as it arrives (error <= (N-1) "
-     "compressions; measured slower than the ring on the simulated clusters, hence not the default)",
-     (const void *)zmpi_reduce_scatter_rhd},
-    {0, NULL, NULL, NULL}};
+int ZMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                        MPI_Op op, MPI_Comm comm)
+{
+    zmpi_coll_args a = {.call = ZMPI_CC_REDUCE_SCATTER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                        .recvcounts = recvcounts, .datatype = datatype, .op = op, .comm = comm};
+    return zmpi_coll_run(&a);
+}
 
-/* Runs the picked algorithm on a prepared call and ends the call. */
-static int run(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Op op)
+int ZMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                              MPI_Op op, MPI_Comm comm)
+{
+    zmpi_coll_args a = {.call = ZMPI_CC_REDUCE_SCATTER_BLOCK, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                        .recvcount = recvcount, .datatype = datatype, .op = op, .comm = comm};
+    return zmpi_coll_run(&a);
+}
+
+static const zmpi_algo algos[ZMPI_REDUCE_SCATTER_ALGO_COUNT] = {
+    [ZMPI_REDUCE_SCATTER_RING] = {"ring",
+                                  "ring of N-1 steps; each partial block is compressed in pieces while the "
+                                  "previous pieces are in flight, then decompressed and reduced (error <= "
+                                  "(N-1) compressions)",
+                                  {.reduce_scatter = zmpi_reduce_scatter_ring}},
+    [ZMPI_REDUCE_SCATTER_RHD] = {"rhd",
+                                 "recursive halving (power-of-two N; others run the ring): log2 N steps, "
+                                 "the outgoing half compressed in pieces while in flight, the incoming half "
+                                 "reduced as it arrives (error <= (N-1) compressions; measured slower than "
+                                 "the ring on the simulated clusters, hence not the default)",
+                                 {.reduce_scatter = zmpi_reduce_scatter_rhd}},
+};
+const zmpi_coll_table zmpi_reduce_scatter_table = {algos, ZMPI_REDUCE_SCATTER_ALGO_COUNT,
+                                                   ZMPI_REDUCE_SCATTER_RING};
+
+/* Invalid arguments (a null communicator or recvcounts, a negative count)
+ * run as the plain call, which lets MPI report them. */
+static int shape(const zmpi_coll_args *a, zmpi_coll_known *k)
+{
+    int size = 0, block = a->call == ZMPI_CC_REDUCE_SCATTER_BLOCK;
+    size_t total = 0;
+    if (a->comm == MPI_COMM_NULL || (block ? a->recvcount < 0 : !a->recvcounts))
+        return ZMPI_CALL_PLAIN;
+    if ((k->err = PMPI_Comm_size(a->comm, &size)) != MPI_SUCCESS)
+        return ZMPI_CALL_ERR;
+    for (int b = 0; b < size; b++) {
+        int n = block ? a->recvcount : a->recvcounts[b];
+        if (n < 0)
+            return ZMPI_CALL_PLAIN;
+        total += (size_t)n;
+    }
+    k->type = a->datatype;
+    k->bytes = total * zmpi_coll_elem_size(a->datatype);
+    return ZMPI_CALL_ON;
+}
+
+/* Reduce_scatter_block: recvcount elements for every rank. */
+static int prepare(zmpi_call *c, const zmpi_coll_args *a, zmpi_coll_job *j)
 {
     int rc = MPI_SUCCESS;
-    const zmpi_algo *a = zmpi_coll_algo_get(ZMPI_COLL_REDUCE_SCATTER, c->algo);
-    if (!a) {
-        rc = MPI_ERR_INTERN;
-        goto fn_fail;
+    *j = (zmpi_coll_job){
+        .sendbuf = a->sendbuf, .recvbuf = a->recvbuf, .recvcounts = a->recvcounts, .op = a->op};
+    if (a->call == ZMPI_CC_REDUCE_SCATTER_BLOCK) {
+        ZMPI_CHECK(zmpi_alloc((size_t)c->size * sizeof *j->owned[0], &j->owned[0]));
+        for (int b = 0; b < c->size; b++)
+            j->owned[0][b] = a->recvcount;
+        j->recvcounts = j->owned[0];
     }
-    rc = ((zmpi_reduce_scatter_fn)a->fn)(c, sendbuf, recvbuf, recvcounts, op);
-    if (rc)
-        goto fn_fail;
 fn_exit:
-    zmpi_call_end(c);
     return rc;
 fn_fail:
     goto fn_exit;
 }
 
-int ZMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
-                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+static int plain(const zmpi_coll_args *a)
 {
-    int rc = MPI_SUCCESS, size = 0;
-    zmpi_call c;
-    zmpi_dtype dt;
-    size_t es = zmpi_classify(datatype, &dt) ? zmpi_dtype_size(dt) : 0, total = 0;
-
-    /* invalid arguments: let MPI report them */
-    if (comm == MPI_COMM_NULL || !recvcounts)
-        goto fn_plain;
-    rc = PMPI_Comm_size(comm, &size);
-    if (rc)
-        goto fn_fail;
-    for (int b = 0; b < size; b++) {
-        if (recvcounts[b] < 0)
-            goto fn_plain;
-        total += (size_t)recvcounts[b];
-    }
-    rc = zmpi_call_begin(&c, comm, ZMPI_COLL_REDUCE_SCATTER, datatype, op, total * es);
-    if (rc == ZMPI_CALL_PLAIN)
-        goto fn_plain;
-    if (rc == ZMPI_CALL_ERR) {
-        rc = c.err;
-        goto fn_fail;
-    }
-    rc = run(&c, sendbuf, recvbuf, recvcounts, op);
-    if (rc)
-        goto fn_fail;
-fn_exit:
-    return rc;
-fn_fail:
-    rc = zmpi_raise(comm, rc); /* zmpi's errors, and those of the private duplicate */
-    goto fn_exit;
-fn_plain:
-    rc = PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
-    zmpi_call_plain_done(comm);
-    goto fn_exit;
+    if (a->call == ZMPI_CC_REDUCE_SCATTER_BLOCK)
+        return PMPI_Reduce_scatter_block(a->sendbuf, a->recvbuf, a->recvcount, a->datatype, a->op, a->comm);
+    return PMPI_Reduce_scatter(a->sendbuf, a->recvbuf, a->recvcounts, a->datatype, a->op, a->comm);
 }
 
-int ZMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
-                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
-{
-    int rc = MPI_SUCCESS, size = 0, *counts = NULL;
-    zmpi_call c;
-    zmpi_dtype dt;
-    size_t es = zmpi_classify(datatype, &dt) ? zmpi_dtype_size(dt) : 0;
-
-    if (comm == MPI_COMM_NULL || recvcount < 0)
-        goto fn_plain;
-    rc = PMPI_Comm_size(comm, &size);
-    if (rc)
-        goto fn_fail;
-    rc = zmpi_call_begin(&c, comm, ZMPI_COLL_REDUCE_SCATTER, datatype, op,
-                         (size_t)recvcount * (size_t)size * es);
-    if (rc == ZMPI_CALL_PLAIN)
-        goto fn_plain;
-    if (rc == ZMPI_CALL_ERR) {
-        rc = c.err;
-        goto fn_fail;
-    }
-    rc = zmpi_alloc((size_t)size * sizeof *counts, &counts);
-    if (rc) {
-        zmpi_call_end(&c);
-        goto fn_fail;
-    }
-    for (int b = 0; b < size; b++)
-        counts[b] = recvcount;
-    rc = run(&c, sendbuf, recvbuf, counts, op);
-    if (rc)
-        goto fn_fail;
-fn_exit:
-    free(counts);
-    return rc;
-fn_fail:
-    rc = zmpi_raise(comm, rc); /* zmpi's errors, and those of the private duplicate */
-    goto fn_exit;
-fn_plain:
-    rc = PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
-    zmpi_call_plain_done(comm);
-    goto fn_exit;
-}
+/* No bound: the algorithms set it for N - 1 merges (zmpi_reduce_scatter_run). */
+const zmpi_coll_ops zmpi_reduce_scatter_ops = {
+    .reduces = 1, .shape = shape, .prepare = prepare, .plain = plain};

@@ -7,8 +7,12 @@
 
 #include "coll/registry.h"
 
-/* Algorithm ids (the table in reduce_scatter.c). */
-enum { ZMPI_REDUCE_SCATTER_RING = 1, ZMPI_REDUCE_SCATTER_RHD = 2 };
+/* Algorithm ids (ZMPI_Coll_algorithms); ZMPI_REDUCE_SCATTER_ALGO_COUNT is one past the largest. */
+typedef enum zmpi_reduce_scatter_algo {
+    ZMPI_REDUCE_SCATTER_RING = 1,
+    ZMPI_REDUCE_SCATTER_RHD = 2,
+    ZMPI_REDUCE_SCATTER_ALGO_COUNT
+} zmpi_reduce_scatter_algo;
 
 int zmpi_reduce_scatter_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
                              MPI_Op op);

@@ -1,5 +1,6 @@
 /*
- * ZMPI_Scatter / ZMPI_Scatterv: dispatchers and algorithm table.
+ * ZMPI_Scatter / ZMPI_Scatterv: rows of the dispatcher (coll/dispatch.h)
+ * and algorithm table.
  *
  * Guarantee: each rank's part is compressed once by the root and
  * decompressed once by its destination, so every element a non-root rank
@@ -27,119 +28,83 @@
  * buffer spans more than INT_MAX elements (displacements are ints) runs as
  * plain MPI (not counted in the statistics).
  */
-#include <limits.h>
-#include <stdlib.h>
-
 #include "coll/common/movement.h"
+#include "coll/dispatch.h"
 #include "coll/scatter/scatter.h"
-
-const zmpi_algo zmpi_scatter_algos[] = {
-    {ZMPI_SCATTER_BINOMIAL, "binomial",
-     "binomial tree; the root compresses each part once, subtrees receive their bundle of compressed parts",
-     (const void *)zmpi_scatterv_binomial},
-    {ZMPI_SCATTER_LINEAR, "linear", "the root compresses each part once and sends it to its rank",
-     (const void *)zmpi_scatterv_linear},
-    {ZMPI_SCATTER_CPRP2P, "cprp2p",
-     "baseline: binomial tree where every inner rank decompresses its bundle and recompresses the parts it "
-     "forwards (error grows per hop)",
-     (const void *)zmpi_scatterv_cprp2p},
-    {0, NULL, NULL, NULL}};
-
-static size_t elem_size(MPI_Datatype type)
-{
-    zmpi_dtype dt;
-    return zmpi_classify(type, &dt) ? zmpi_dtype_size(dt) : 0;
-}
-
-/* The compressed path, after zmpi_call_begin. */
-static int run(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs, void *recvbuf,
-               int recvcount, MPI_Datatype recvtype, int root)
-{
-    /* cprp2p sets its per-hop bound itself (from the parts of the send buffer) */
-    int rc = c->algo == ZMPI_SCATTER_CPRP2P ? MPI_SUCCESS : zmpi_call_bound(c, 1, NULL, 0);
-    if (rc)
-        goto fn_exit;
-    if (c->rank == root && recvbuf != MPI_IN_PLACE && recvtype != c->type) {
-        /* the root's own part into a different (equivalent) datatype */
-        rc = zmpi_dm_copy_typed(c->comm, (const char *)sendbuf + (ptrdiff_t)displs[root] * (ptrdiff_t)c->es,
-                                sendcounts[root], c->type, recvbuf, recvcount, recvtype);
-        if (rc)
-            goto fn_exit;
-        recvbuf = MPI_IN_PLACE;
-    }
-    rc = ((zmpi_scatterv_fn)zmpi_coll_algo_get(ZMPI_COLL_SCATTER, c->algo)->fn)(
-        c, sendbuf, sendcounts, displs, recvbuf, recvcount, root);
-fn_exit:
-    return rc;
-}
 
 int ZMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                  MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    zmpi_call c;
-    int rc = MPI_SUCCESS, on = 0, rank = -1, size = 0;
-    int *counts = NULL, *displs = NULL;
-    PMPI_Comm_rank(comm, &rank);
-    PMPI_Comm_size(comm, &size);
-    int am_root = rank == root;
-    MPI_Datatype type = am_root ? sendtype : recvtype;
-    int count = am_root ? sendcount : recvcount;
-
-    /* the parts' int displacements must fit (else plain MPI, not counted) */
-    if (count >= 0 && size >= 1 && (size_t)count * (size_t)(size - 1) <= (size_t)INT_MAX)
-        on = zmpi_call_begin(&c, comm, ZMPI_COLL_SCATTER, type, MPI_OP_NULL, (size_t)count * elem_size(type));
-    if (on == 1 && (root < 0 || root >= c.size)) {
-        zmpi_call_end(&c); /* erroneous arguments: let MPI report them */
-        on = 0;
-    }
-    if (on == 0) {
-        rc = PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-        zmpi_call_plain_done(comm); /* completes a measurement of the plain call */
-    } else if (on != 1) {
-        rc = zmpi_raise(comm, c.err); /* unusable or disagreeing settings */
-    } else {
-        /* default: large parts go straight from the root (one message each, no
-         * forwarding: the root's link carries the same bytes either way),
-         * small ones down the tree (log2 N latencies); count is the same on
-         * all ranks here */
-        if (c.st->cfg.algorithm[ZMPI_COLL_SCATTER] == ZMPI_ALGO_DEFAULT && (size_t)count * c.es >= 65536)
-            c.algo = ZMPI_SCATTER_LINEAR;
-        if (am_root)
-            rc = zmpi_dm_equal_layout(size, count, &counts, &displs);
-        if (rc == MPI_SUCCESS)
-            rc = zmpi_raise(comm, run(&c, sendbuf, counts, displs, recvbuf, recvcount, recvtype, root));
-        zmpi_call_end(&c);
-    }
-    free(counts);
-    free(displs);
-    return rc;
+    return zmpi_coll_run_blocks(ZMPI_CC_SCATTER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                root, comm);
 }
 
 int ZMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
                   void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    zmpi_call c;
-    int rc, on, rank = -1;
-    PMPI_Comm_rank(comm, &rank);
-    MPI_Datatype type = rank == root ? sendtype : recvtype;
-
-    on = zmpi_call_begin(&c, comm, ZMPI_COLL_SCATTER, type, MPI_OP_NULL, SIZE_MAX);
-    if (on == 1) {
-        int bad = root < 0 || root >= c.size || (rank != root && recvcount < 0);
-        for (int i = 0; rank == root && !bad && i < c.size; i++)
-            bad = sendcounts[i] < 0;
-        if (bad) {
-            zmpi_call_end(&c); /* erroneous arguments: let MPI report them */
-            on = 0;
-        }
-    }
-    if (on == 0) {
-        rc = PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    } else if (on != 1) {
-        rc = zmpi_raise(comm, c.err);
-    } else {
-        rc = zmpi_raise(comm, run(&c, sendbuf, sendcounts, displs, recvbuf, recvcount, recvtype, root));
-        zmpi_call_end(&c);
-    }
-    return rc;
+    zmpi_coll_args a = {.call = ZMPI_CC_SCATTERV, .sendbuf = sendbuf, .sendcounts = sendcounts,
+                        .sdispls = displs, .sendtype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount,
+                        .recvtype = recvtype, .root = root, .comm = comm};
+    return zmpi_coll_run(&a);
 }
+
+static const zmpi_algo algos[ZMPI_SCATTER_ALGO_COUNT] = {
+    [ZMPI_SCATTER_BINOMIAL] = {"binomial",
+                               "binomial tree; the root compresses each part once, subtrees receive their "
+                               "bundle of compressed parts",
+                               {.scatterv = zmpi_scatterv_binomial}},
+    [ZMPI_SCATTER_LINEAR] = {"linear",
+                             "the root compresses each part once and sends it to its rank",
+                             {.scatterv = zmpi_scatterv_linear}},
+    [ZMPI_SCATTER_CPRP2P] = {"cprp2p",
+                             "baseline: binomial tree where every inner rank decompresses its bundle and "
+                             "recompresses the parts it forwards (error grows per hop)",
+                             {.scatterv = zmpi_scatterv_cprp2p}, .own_bound = 1},
+};
+const zmpi_coll_table zmpi_scatter_table = {algos, ZMPI_SCATTER_ALGO_COUNT, ZMPI_SCATTER_BINOMIAL};
+
+/* Scatter: large parts go straight from the root (one message each, no
+ * forwarding: the root's link carries the same bytes either way), small ones
+ * down the tree (log2 N latencies); the part size is the same on all ranks
+ * here. */
+static int choose(const zmpi_call *c, const zmpi_coll_args *a)
+{
+    int count = c->rank == a->root ? a->sendcount : a->recvcount;
+    return a->call == ZMPI_CC_SCATTER && (size_t)count * c->es >= 65536 ? ZMPI_SCATTER_LINEAR : 0;
+}
+
+/* Scatter's parts laid out as Scatterv's; the root's own part into a
+ * different (equivalent) datatype. */
+static int prepare(zmpi_call *c, const zmpi_coll_args *a, zmpi_coll_job *j)
+{
+    int rc = MPI_SUCCESS, root = a->root;
+    *j = (zmpi_coll_job){.sendbuf = a->sendbuf, .sendcounts = a->sendcounts, .sdispls = a->sdispls,
+                         .recvbuf = a->recvbuf, .recvcount = a->recvcount, .root = root};
+    if (c->rank != root)
+        goto fn_exit;
+    if (a->call == ZMPI_CC_SCATTER)
+        ZMPI_CHECK(zmpi_coll_layout(c, a->sendcount, j, &j->sendcounts, &j->sdispls));
+    if (a->recvbuf != MPI_IN_PLACE && a->recvtype != c->type) {
+        const char *own = (const char *)a->sendbuf + (ptrdiff_t)j->sdispls[root] * (ptrdiff_t)c->es;
+        ZMPI_CHECK(zmpi_dm_copy_typed(c->comm, own, j->sendcounts[root], c->type, a->recvbuf, a->recvcount,
+                                      a->recvtype));
+        j->recvbuf = MPI_IN_PLACE;
+    }
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+static int plain(const zmpi_coll_args *a)
+{
+    if (a->call == ZMPI_CC_SCATTER)
+        return PMPI_Scatter(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcount, a->recvtype,
+                            a->root, a->comm);
+    return PMPI_Scatterv(a->sendbuf, a->sendcounts, a->sdispls, a->sendtype, a->recvbuf, a->recvcount,
+                         a->recvtype, a->root, a->comm);
+}
+
+const zmpi_coll_ops zmpi_scatter_ops = {.shape = zmpi_coll_shape_rooted, .invalid = zmpi_coll_invalid_rooted,
+                                        .choose = choose, .prepare = prepare, .bound = zmpi_coll_bound_once,
+                                        .plain = plain};
