@@ -296,7 +296,7 @@ static const zmpi_setting settings[] = {
     {"ZMPI_CODEC_SPEED", "3G,3.5G", "codec speed per thread for the model, C[,D] bytes/s of raw data for compression[,decompression], e.g. 3G,4G (fzl measured on the real fields: 2.7-3.6 / 2.8-6.2 GB/s)",
      set_speed},
     {"ZMPI_RATIO", "estimated", "expected compression ratio for the model (default: estimated from codec and bound)", set_ratio},
-    {"ZMPI_BCAST_ALGORITHM", "default", "Bcast algorithm (ZMPI_Coll_algorithms), mpi or default", set_alg_bcast},
+    {"ZMPI_BCAST_ALGORITHM", "default", "Bcast algorithm", set_alg_bcast},
     {"ZMPI_SCATTER_ALGORITHM", "default", "Scatter(v) algorithm", set_alg_scatter},
     {"ZMPI_GATHER_ALGORITHM", "default", "Gather(v) algorithm", set_alg_gather},
     {"ZMPI_ALLGATHER_ALGORITHM", "default", "Allgather(v) algorithm", set_alg_allgather},

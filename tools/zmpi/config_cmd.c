@@ -15,7 +15,7 @@ extern char **environ;
 
 /* For ZMPI_<COLL>_ALGORITHM: the collective's algorithm names (its first is
  * the default's basis), from the algorithm tables. */
-static void print_algorithms(const char *name)
+static void print_algorithms(const char *name, int md)
 {
     for (int c = 0; c < ZMPI_COLL_COUNT; c++) {
         char want[64], *q = want;
@@ -27,9 +27,10 @@ static void print_algorithms(const char *name)
             continue;
         const char *names[32];
         int k = ZMPI_Coll_algorithms((ZMPI_Coll)c, 32, NULL, names, NULL);
-        printf(": `mpi`, `default`");
+        const char *bq = md ? "`" : ""; /* Markdown: code spans */
+        printf(": %smpi%s, %sdefault%s", bq, bq, bq, bq);
         for (int i = 0; i < k && i < 32; i++)
-            printf(", `%s`", names[i]);
+            printf(", %s%s%s", bq, names[i], bq);
     }
 }
 
@@ -44,7 +45,7 @@ static int print_markdown(void)
         printf("| `%s` | %s | ", name, def);
         for (const char *p = doc; *p; p++)
             fputs(*p == '|' ? "\\|" : (char[]){*p, 0}, stdout);
-        print_algorithms(name);
+        print_algorithms(name, 1);
         printf(" |\n");
     }
     return 0;
@@ -73,7 +74,9 @@ int zmpi_cli_config(int argc, char **argv)
         ZMPI_Setting_info(i, &name, &def, &doc);
         const char *v = getenv(name);
         int set = v && *v;
-        printf("%-31s %-14s %-11s %s\n", name, set ? v : def, set ? "environment" : "default", doc);
+        printf("%-31s %-14s %-11s %s", name, set ? v : def, set ? "environment" : "default", doc);
+        print_algorithms(name, 0);
+        printf("\n");
         if (set && ZMPI_Setting_check(name, v, why, (int)sizeof why) != MPI_SUCCESS) {
             printf("  ^ error: %s\n", why);
             bad = 1;
