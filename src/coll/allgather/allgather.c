@@ -51,15 +51,15 @@ static const zmpi_algo algos[ZMPI_ALLGATHER_ALGO_COUNT] = {
                              "ring; every rank compresses its block once, compressed blocks are forwarded "
                              "N-1 steps and decompressed once at the end (sizes by one allgather of "
                              "integers)",
-                             {.allgatherv = zmpi_allgatherv_ring}},
+                             {.allgatherv = zmpi_allgatherv_ring}, 0},
     [ZMPI_ALLGATHER_CPRP2P] = {"cprp2p",
                                "baseline: ring where every step decompresses and recompresses the forwarded "
                                "block (error grows per step)",
-                               {.allgatherv = zmpi_allgatherv_cprp2p}},
+                               {.allgatherv = zmpi_allgatherv_cprp2p}, 0},
     [ZMPI_ALLGATHER_RDB] = {"rdb",
                             "recursive doubling of the compress-once blocks: log2 N steps of doubling size "
                             "instead of N-1 (power-of-two N; others run the ring); fewer, larger messages",
-                            {.allgatherv = zmpi_allgatherv_rdb}},
+                            {.allgatherv = zmpi_allgatherv_rdb}, 0},
 };
 const zmpi_coll_table zmpi_allgather_table = {algos, ZMPI_ALLGATHER_ALGO_COUNT, ZMPI_ALLGATHER_RDB};
 

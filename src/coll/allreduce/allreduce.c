@@ -35,17 +35,17 @@ static const zmpi_algo algos[ZMPI_ALLREDUCE_ALGO_COUNT] = {
                              "ring reduce-scatter (pieces compressed while in flight) + ring allgather of "
                              "blocks compressed once by their owner; error <= N compressions, identical "
                              "results on all ranks",
-                             {.allreduce = zmpi_allreduce_ring}},
+                             {.allreduce = zmpi_allreduce_ring}, 0},
     [ZMPI_ALLREDUCE_CPRP2P] = {"cprp2p",
                                "baseline: ring reduce-scatter + ring allgather that decompresses and "
                                "recompresses at every hop; error <= 2N-2 compressions",
-                               {.allreduce = zmpi_allreduce_cprp2p}},
+                               {.allreduce = zmpi_allreduce_cprp2p}, 0},
     [ZMPI_ALLREDUCE_RHD] = {"rhd",
                             "recursive halving reduce-scatter (pieces compressed while in flight) + "
                             "recursive doubling allgather of compress-once blocks (Rabenseifner): 2 log2 N "
                             "messages instead of 2N-2; error <= N compressions, identical results on all "
                             "ranks",
-                            {.allreduce = zmpi_allreduce_rhd}},
+                            {.allreduce = zmpi_allreduce_rhd}, 0},
 };
 const zmpi_coll_table zmpi_allreduce_table = {algos, ZMPI_ALLREDUCE_ALGO_COUNT, ZMPI_ALLREDUCE_RHD};
 

@@ -46,7 +46,7 @@ static const zmpi_algo algos[ZMPI_ALLTOALL_ALGO_COUNT] = {
     [ZMPI_ALLTOALL_PAIRWISE] = {"pairwise",
                                 "pairwise exchange in N-1 steps; every outgoing block is compressed once by "
                                 "its sender and decompressed once by its receiver",
-                                {.alltoallv = zmpi_alltoallv_pairwise}},
+                                {.alltoallv = zmpi_alltoallv_pairwise}, 0},
 };
 const zmpi_coll_table zmpi_alltoall_table = {algos, ZMPI_ALLTOALL_ALGO_COUNT, ZMPI_ALLTOALL_PAIRWISE};
 

@@ -32,21 +32,21 @@ static const zmpi_algo algos[ZMPI_BCAST_ALGO_COUNT] = {
     [ZMPI_BCAST_BINOMIAL] = {"binomial",
                              "binomial tree; the root compresses once, inner ranks forward the stream, "
                              "every rank decompresses once",
-                             {.bcast = zmpi_bcast_binomial}},
+                             {.bcast = zmpi_bcast_binomial}, 0},
     [ZMPI_BCAST_PIPELINED] = {"pipelined",
                               "binomial tree, chunk by chunk (ZMPI_CHUNK elements per stream): compression, "
                               "transfer and decompression overlap; the default from 4 chunks on below 4 "
                               "ranks",
-                              {.bcast = zmpi_bcast_pipelined}},
+                              {.bcast = zmpi_bcast_pipelined}, 0},
     [ZMPI_BCAST_CPRP2P] = {"cprp2p",
                            "baseline: binomial tree where every inner rank decompresses and recompresses "
                            "(error grows per hop)",
-                           {.bcast = zmpi_bcast_cprp2p}},
+                           {.bcast = zmpi_bcast_cprp2p}, 0},
     [ZMPI_BCAST_SCATTER_ALLGATHER] = {"scatter_allgather",
                                       "the root compresses N pieces once; the streams are scattered, then "
                                       "allgathered (about 2 x the compressed size per rank instead of log2 "
                                       "N x); the default from 4 ranks and 4096 elements per rank on",
-                                      {.bcast = zmpi_bcast_scatter_allgather}},
+                                      {.bcast = zmpi_bcast_scatter_allgather}, 0},
 };
 const zmpi_coll_table zmpi_bcast_table = {algos, ZMPI_BCAST_ALGO_COUNT, ZMPI_BCAST_BINOMIAL};
 

@@ -48,11 +48,11 @@ int ZMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 static const zmpi_algo algos[ZMPI_GATHER_ALGO_COUNT] = {
     [ZMPI_GATHER_LINEAR] = {"linear",
                             "every rank compresses its block once and sends it to the root",
-                            {.gatherv = zmpi_gatherv_linear}},
+                            {.gatherv = zmpi_gatherv_linear}, 0},
     [ZMPI_GATHER_BINOMIAL] = {"binomial",
                               "binomial tree; every rank compresses its block once, bundles are forwarded "
                               "up without recompression",
-                              {.gatherv = zmpi_gatherv_binomial}},
+                              {.gatherv = zmpi_gatherv_binomial}, 0},
     [ZMPI_GATHER_CPRP2P] = {"cprp2p",
                             "baseline: binomial tree where every inner rank decompresses its children's "
                             "blocks and recompresses its whole subtree bundle (error grows per hop)",

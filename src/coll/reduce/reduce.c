@@ -34,11 +34,11 @@ static const zmpi_algo algos[ZMPI_REDUCE_ALGO_COUNT] = {
     [ZMPI_REDUCE_RSG] = {"rsg",
                          "ring reduce-scatter (pieces compressed while in flight) + gather of the blocks, "
                          "compressed once, to the root; error <= N compressions",
-                         {.reduce = zmpi_reduce_rsg}},
+                         {.reduce = zmpi_reduce_rsg}, 0},
     [ZMPI_REDUCE_CPRP2P] = {"cprp2p",
                             "baseline: binomial tree where every hop decompresses, reduces and recompresses "
                             "the partial result (error grows per hop)",
-                            {.reduce = zmpi_reduce_cprp2p}},
+                            {.reduce = zmpi_reduce_cprp2p}, 0},
 };
 const zmpi_coll_table zmpi_reduce_table = {algos, ZMPI_REDUCE_ALGO_COUNT, ZMPI_REDUCE_RSG};
 

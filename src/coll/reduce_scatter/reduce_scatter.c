@@ -46,13 +46,13 @@ static const zmpi_algo algos[ZMPI_REDUCE_SCATTER_ALGO_COUNT] = {
                                   "ring of N-1 steps; each partial block is compressed in pieces while the "
                                   "previous pieces are in flight, then decompressed and reduced (error <= "
                                   "(N-1) compressions)",
-                                  {.reduce_scatter = zmpi_reduce_scatter_ring}},
+                                  {.reduce_scatter = zmpi_reduce_scatter_ring}, 0},
     [ZMPI_REDUCE_SCATTER_RHD] = {"rhd",
                                  "recursive halving (power-of-two N; others run the ring): log2 N steps, "
                                  "the outgoing half compressed in pieces while in flight, the incoming half "
                                  "reduced as it arrives (error <= (N-1) compressions; measured slower than "
                                  "the ring on the simulated clusters, hence not the default)",
-                                 {.reduce_scatter = zmpi_reduce_scatter_rhd}},
+                                 {.reduce_scatter = zmpi_reduce_scatter_rhd}, 0},
 };
 const zmpi_coll_table zmpi_reduce_scatter_table = {algos, ZMPI_REDUCE_SCATTER_ALGO_COUNT,
                                                    ZMPI_REDUCE_SCATTER_RING};

@@ -52,10 +52,10 @@ static const zmpi_algo algos[ZMPI_SCATTER_ALGO_COUNT] = {
     [ZMPI_SCATTER_BINOMIAL] = {"binomial",
                                "binomial tree; the root compresses each part once, subtrees receive their "
                                "bundle of compressed parts",
-                               {.scatterv = zmpi_scatterv_binomial}},
+                               {.scatterv = zmpi_scatterv_binomial}, 0},
     [ZMPI_SCATTER_LINEAR] = {"linear",
                              "the root compresses each part once and sends it to its rank",
-                             {.scatterv = zmpi_scatterv_linear}},
+                             {.scatterv = zmpi_scatterv_linear}, 0},
     [ZMPI_SCATTER_CPRP2P] = {"cprp2p",
                              "baseline: binomial tree where every inner rank decompresses its bundle and "
                              "recompresses the parts it forwards (error grows per hop)",
