@@ -304,6 +304,9 @@ static const zmpi_setting settings[] = {
     {"ZMPI_REDUCE_SCATTER_ALGORITHM", "default", "Reduce_scatter(_block) algorithm", set_alg_reduce_scatter},
     {"ZMPI_ALLREDUCE_ALGORITHM", "default", "Allreduce algorithm", set_alg_allreduce},
     {"ZMPI_REDUCE_ALGORITHM", "default", "Reduce algorithm", set_alg_reduce},
+    {"ZMPI_REPORT", "unset",
+     "libzmpi_preload.so: at MPI_Finalize, rank 0 writes the profile of the run to DIR/EXE.RANKS.PID.zmpi.json (EXE: the program name, RANKS: the size of MPI_COMM_WORLD, PID: rank 0 process id; DIR is created if missing)",
+     NULL},
     {"ZMPI_DATA", "../shared/data", "tools: the data directory or file of the demo and zmpi-bench", NULL},
     {"ZMPI_FUZZ_SECONDS", "8", "tools: seconds per fuzz target in scripts/test", NULL},
 };

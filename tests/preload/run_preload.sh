@@ -1,0 +1,35 @@
+#!/bin/sh
+# One run of preload_prog under mpiexec, with or without libzmpi_preload.so.
+#
+#   run_preload.sh MODE NRANKS PRELOAD_LIB PROG PYTHON CHECK_REPORT MPIEXEC [MPIEXEC_FLAGS...]
+#
+# MODE:
+#   plain     no preload (the program's own baseline), exact results
+#   exact     LD_PRELOAD, no ZMPI_ setting: exact results, as without it
+#   eb        LD_PRELOAD, ZMPI_EB=1e-3 ZMPI_EB_MODE=abs, ZMPI_REPORT: float
+#             results within 1e-3, MPI_INT exact, the report shows compression
+#   report    LD_PRELOAD, ZMPI_REPORT only: exact results, the report's
+#             counts are the program's calls and nothing was compressed
+# Every ZMPI_ variable of the caller's environment is removed first. The
+# variables reach the ranks through `env` in the launched command line
+# (mpiexec -n N env LD_PRELOAD=... prog), whatever the launcher forwards.
+set -eu
+mode=$1 n=$2 lib=$3 prog=$4 python=$5 check=$6
+shift 6
+for v in $(env | sed -n 's/^\(ZMPI_[A-Za-z0-9_]*\)=.*/\1/p'); do
+    unset "$v"
+done
+dir=$(mktemp -d "${TMPDIR:-/tmp}/zmpi-preload.XXXXXX")
+trap 'rm -rf "$dir"' EXIT INT TERM
+case $mode in
+    plain) "$@" -n "$n" "$prog" 0 ;;
+    exact) "$@" -n "$n" env LD_PRELOAD="$lib" "$prog" 0 --expect-preload ;;
+    eb)
+        "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_EB=1e-3 ZMPI_EB_MODE=abs ZMPI_REPORT="$dir/report" \
+            "$prog" 1e-3 --expect-preload
+        "$python" "$check" "$dir/report" "$n" compressed ;;
+    report)
+        "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_REPORT="$dir/report" "$prog" 0 --expect-preload
+        "$python" "$check" "$dir/report" "$n" plain ;;
+    *) echo "run_preload.sh: unknown mode $mode" >&2; exit 2 ;;
+esac
