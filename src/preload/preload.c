@@ -8,7 +8,9 @@
  * calls are these. With no ZMPI_ setting, the ZMPI_ calls are MPI's own
  * (zmpi falls back to the PMPI_ call when no bound is configured).
  */
+#define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,12 +20,44 @@
 #include "preload/profile.h"
 #include "preload_gen.h"
 
+extern char **environ;
+
+/* After MPI's initialisation: every ZMPI_ variable of the environment is
+ * checked as zmpi's calls would check it; the first bad one (malformed value
+ * or unknown name) is printed by rank 0 and stops the program through
+ * MPI_COMM_WORLD's error handler (MPI_ERRORS_ARE_FATAL at this point),
+ * instead of an error at the first compressed call. Returns MPI_SUCCESS or
+ * MPI_ERR_ARG. */
+static int check_settings(void)
+{
+    char why[256], name[128];
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "ZMPI_", 5))
+            continue;
+        size_t l = strcspn(*e, "=");
+        snprintf(name, sizeof name, "%.*s", (int)(l < sizeof name - 1 ? l : sizeof name - 1), *e);
+        const char *value = (*e)[l] == '=' ? *e + l + 1 : "";
+        if (ZMPI_Setting_check(name, value, why, (int)sizeof why) == MPI_SUCCESS)
+            continue;
+        int rank = 0;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0)
+            fprintf(stderr, "zmpi: %s=%s: %s (libzmpi_preload.so stops the program in MPI_Init)\n", name, value,
+                    why);
+        PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_ARG);
+        return MPI_ERR_ARG;
+    }
+    return MPI_SUCCESS;
+}
+
 ZP_EXPORT int MPI_Init(int *argc, char ***argv)
 {
     const uint64_t t0 = zp_clock();
     int rc = PMPI_Init(argc, argv);
     const uint64_t t1 = zp_clock();
     zp_record(ZP_MPI_Init, t1 - t0, 0);
+    if (rc == MPI_SUCCESS)
+        rc = check_settings();
     if (rc == MPI_SUCCESS)
         zp_mark_init();
     return rc;
@@ -35,6 +69,8 @@ ZP_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provid
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     const uint64_t t1 = zp_clock();
     zp_record(ZP_MPI_Init_thread, t1 - t0, 0);
+    if (rc == MPI_SUCCESS)
+        rc = check_settings();
     if (rc == MPI_SUCCESS)
         zp_mark_init();
     return rc;
