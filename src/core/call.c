@@ -16,13 +16,22 @@ int zmpi_alloc(size_t n, void *out_ptr)
     return p ? MPI_SUCCESS : MPI_ERR_NO_MEM;
 }
 
+/* 1 if type is a named Fortran real type of `size` bytes (MPI_REAL is 4
+ * bytes with the usual compilers, but the standard leaves it open). */
+static int fortran_real(MPI_Datatype type, MPI_Datatype a, MPI_Datatype b, int size)
+{
+    int s = 0;
+    return type != MPI_DATATYPE_NULL && (type == a || type == b) && PMPI_Type_size(type, &s) == MPI_SUCCESS &&
+           s == size;
+}
+
 int zmpi_classify(MPI_Datatype type, zmpi_dtype *dt)
 {
-    if (type == MPI_FLOAT) {
+    if (type == MPI_FLOAT || fortran_real(type, MPI_REAL, MPI_REAL4, 4)) {
         *dt = ZMPI_FLOAT;
         return 1;
     }
-    if (type == MPI_DOUBLE) {
+    if (type == MPI_DOUBLE || fortran_real(type, MPI_DOUBLE_PRECISION, MPI_REAL8, 8)) {
         *dt = ZMPI_DOUBLE;
         return 1;
     }

@@ -157,7 +157,8 @@ int zmpi_state_error(const zmpi_comm_state *st);
  * raised), on every rank. */
 int zmpi_state_agree(zmpi_comm_state *st, MPI_Comm comm);
 
-/* Basic float types: MPI_FLOAT / MPI_DOUBLE -> 1 and *dt; others -> 0. */
+/* Basic float types: MPI_FLOAT, MPI_REAL, MPI_REAL4 (4 bytes) / MPI_DOUBLE,
+ * MPI_DOUBLE_PRECISION, MPI_REAL8 (8 bytes) -> 1 and *dt; others -> 0. */
 int zmpi_classify(MPI_Datatype type, zmpi_dtype *dt);
 
 /* One compressed call in progress. */
