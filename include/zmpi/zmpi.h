@@ -21,11 +21,14 @@
  *
  * Every call falls back to the plain MPI call, with exactly MPI's result, when
  * compression cannot apply or was not configured: datatypes other than
- * MPI_FLOAT and MPI_DOUBLE, derived or non-contiguous datatypes, operations
+ * MPI_FLOAT and MPI_DOUBLE, derived or non-contiguous datatypes (except in
+ * point-to-point calls, which compress derived datatypes made only of
+ * MPI_FLOAT or only of MPI_DOUBLE as their packed elements), operations
  * other than MPI_SUM / MPI_MIN / MPI_MAX, intercommunicators, messages below
  * the size threshold, and codec failures (counted in ZMPI_Comm_get_stats).
  *
- * Both ends of a MPI_FLOAT / MPI_DOUBLE message use zmpi calls: a compressed
+ * Both ends of a MPI_FLOAT / MPI_DOUBLE message (or one of such a derived
+ * datatype) use zmpi calls: a compressed
  * point-to-point message is a self-describing byte stream, which any zmpi
  * receiver decodes whatever its own settings (a plain MPI_Recv would get the
  * stream's bytes). Requests and probed messages: see the completion and probe
@@ -187,7 +190,8 @@ ZMPI_API int ZMPI_Cancel(MPI_Request *request);
 
 /* Probes. MPI_Probe reports a compressed message's size on the wire; these
  * report what it holds: MPI_Get_count / ZMPI_Get_count with MPI_FLOAT or
- * MPI_DOUBLE give its elements (raw data: its bytes / the type's size). To
+ * MPI_DOUBLE give its elements, with a derived type made of them its whole
+ * instances or MPI_UNDEFINED (raw data: its bytes / the type's size). To
  * read the header they take the message out of MPI's queue and keep it on
  * the communicator: receive it with a zmpi receive (ZMPI_Recv, ZMPI_Irecv,
  * ZMPI_Sendrecv), which looks at kept messages first, in MPI's order - not

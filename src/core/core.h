@@ -86,6 +86,7 @@ typedef struct zmpi_proc {
     MPI_Datatype bytes4, bytes8; /* 4 and 8 contiguous MPI_BYTEs: float/double receives */
     MPI_Comm self;              /* private duplicate of MPI_COMM_SELF: message-handle placeholders */
     struct zmpi_kept *handed;   /* kept messages handed out by ZMPI_Mprobe / Improbe */
+    int dtype_key;              /* datatype keyval of the cached analyses (dtype.c) */
 } zmpi_proc;
 
 /* The process context (an attribute of MPI_COMM_SELF), or NULL if it could
@@ -160,6 +161,47 @@ int zmpi_state_agree(zmpi_comm_state *st, MPI_Comm comm);
 /* Basic float types: MPI_FLOAT, MPI_REAL, MPI_REAL4 (4 bytes) / MPI_DOUBLE,
  * MPI_DOUBLE_PRECISION, MPI_REAL8 (8 bytes) -> 1 and *dt; others -> 0. */
 int zmpi_classify(MPI_Datatype type, zmpi_dtype *dt);
+
+/* ---- derived datatypes made of one floating-point type (dtype.c) ---- */
+
+/* One run of a datatype's type map: count consecutive elements starting
+ * `disp` bytes from the buffer's address. */
+typedef struct zmpi_dtrun {
+    MPI_Aint disp;
+    size_t count;
+} zmpi_dtrun;
+
+/* The analysis of a datatype, shared (reference counted) by the datatype's
+ * cache attribute and the operations using it. It holds no MPI handles, so
+ * releasing it makes no MPI call. */
+typedef struct zmpi_dtinfo {
+    atomic_int refs;
+    int eligible;       /* built only of MPI_FLOAT, or only of MPI_DOUBLE, without overlaps */
+    MPI_Datatype basic; /* MPI_FLOAT or MPI_DOUBLE (eligible only) */
+    zmpi_dtype dt;
+    size_t es;          /* element size */
+    size_t n;           /* elements per instance */
+    MPI_Aint extent;    /* bytes from one instance to the next */
+    int dense;          /* one instance is n contiguous elements at displacement 0 and extent n*es:
+                           count instances are count*n contiguous elements */
+    size_t nruns;
+    zmpi_dtrun *runs;   /* of one instance, in type-map order, adjacent runs merged */
+} zmpi_dtinfo;
+
+/* The analysis of a derived datatype (cached on the datatype): *out gets a
+ * reference (release with zmpi_dtinfo_release) to an eligible analysis, or
+ * NULL when type is named, not eligible, or could not be analysed. */
+void zmpi_dtinfo_get(MPI_Datatype type, zmpi_dtinfo **out);
+void zmpi_dtinfo_release(zmpi_dtinfo *d);
+/* Copies `count` instances of d at buf into dst (count*n elements). */
+void zmpi_dtinfo_pack(const zmpi_dtinfo *d, const void *buf, size_t count, void *dst);
+/* Copies the first `elems` elements of src into the type map of instances
+ * of d at buf (elements beyond them are not touched). */
+void zmpi_dtinfo_unpack(const zmpi_dtinfo *d, const void *src, size_t elems, void *buf);
+/* The datatype keyval of the cache (created with the process context). */
+int zmpi_dtinfo_keyval(int *key);
+/* Frees it (process context teardown). */
+void zmpi_dtinfo_keyval_free(int *key);
 
 /* One compressed call in progress. */
 typedef struct zmpi_call {

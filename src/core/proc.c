@@ -63,6 +63,7 @@ static int proc_delete(MPI_Comm comm, int key, void *val, void *extra)
     }
     if (p->self != MPI_COMM_NULL)
         PMPI_Comm_free(&p->self);
+    zmpi_dtinfo_keyval_free(&p->dtype_key);
     pthread_mutex_destroy(&p->mu);
     pthread_mutex_destroy(&p->err_mu);
     free(p);
@@ -108,6 +109,7 @@ static void proc_create(void)
     }
     p->bytes4 = p->bytes8 = MPI_DATATYPE_NULL;
     p->self = MPI_COMM_NULL;
+    p->dtype_key = MPI_KEYVAL_INVALID;
     if (PMPI_Type_contiguous(4, MPI_BYTE, &p->bytes4) != MPI_SUCCESS || PMPI_Type_commit(&p->bytes4) != MPI_SUCCESS ||
         PMPI_Type_contiguous(8, MPI_BYTE, &p->bytes8) != MPI_SUCCESS || PMPI_Type_commit(&p->bytes8) != MPI_SUCCESS ||
         PMPI_Comm_dup(MPI_COMM_SELF, &p->self) != MPI_SUCCESS) {
@@ -130,6 +132,8 @@ static void proc_create(void)
         PMPI_Comm_free_keyval(&key);
         return;
     }
+    if (zmpi_dtinfo_keyval(&p->dtype_key) != MPI_SUCCESS)
+        p->dtype_key = MPI_KEYVAL_INVALID; /* derived datatypes then go plain */
     proc_key = key;
 }
 

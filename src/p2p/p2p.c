@@ -43,8 +43,18 @@
  * communicator's error handler. Error bound: one compression per message
  * (ABS: eb; REL: eb times the value range of that message).
  *
- * Other datatypes (integers, derived types, ...) and MPI_PROC_NULL peers:
- * both ends call the plain PMPI function with the user's arguments.
+ * Derived datatypes made of one of MPI_FLOAT / MPI_DOUBLE (core/dtype.c):
+ * the message is that of the packed elements - count instances of n
+ * elements are sent and received exactly as count * n contiguous elements
+ * (packed into a scratch buffer before sending unless the type is dense;
+ * received into a staging buffer and unpacked after decoding). So a
+ * derived-type sender matches a contiguous receiver and the reverse, and
+ * the status counts elements (MPI_Get_count with the derived type gives
+ * whole instances, or MPI_UNDEFINED).
+ *
+ * Other datatypes (integers, mixed or unsupported derived types, ...) and
+ * MPI_PROC_NULL peers: both ends call the plain PMPI function with the
+ * user's arguments.
  * Messages above INT_MAX bytes are sent raw.
  *
  * Rules for users: both ends of a float/double message use zmpi (a plain
@@ -85,6 +95,56 @@ size_t zmpi_p2p_status_bytes(const MPI_Status *st)
     if (PMPI_Get_elements_x(st, MPI_BYTE, &x) != MPI_SUCCESS || x < 0)
         return 0;
     return (size_t)x;
+}
+
+int zmpi_p2p_rplan_make(void *buf, int count, MPI_Datatype type, zmpi_p2p_rplan *pl, int *rc)
+{
+    memset(pl, 0, sizeof *pl);
+    *rc = MPI_SUCCESS;
+    if (zmpi_p2p_is_float(type, &pl->es)) {
+        pl->rbuf = buf;
+        pl->rcount = count;
+        pl->rtype = type;
+        return 1;
+    }
+    if (count < 0)
+        return 0; /* a derived type: MPI reports the error */
+    zmpi_dtinfo_get(type, &pl->d);
+    if (!pl->d)
+        return 0;
+    size_t total = (size_t)count * pl->d->n;
+    if (total > (size_t)INT_MAX) { /* beyond one int count: plain (see "Derived datatypes") */
+        zmpi_dtinfo_release(pl->d);
+        pl->d = NULL;
+        return 0;
+    }
+    pl->es = pl->d->es;
+    pl->rcount = (int)total;
+    pl->rtype = pl->d->basic;
+    if (pl->d->dense) {
+        pl->rbuf = buf;
+        return 1;
+    }
+    if (total > 0 && (*rc = zmpi_alloc(total * pl->es, &pl->stage)) != MPI_SUCCESS) {
+        zmpi_p2p_rplan_free(pl);
+        return -1;
+    }
+    pl->rbuf = pl->stage;
+    return 1;
+}
+
+void zmpi_p2p_rplan_finish(const zmpi_p2p_rplan *pl, void *buf, const MPI_Status *st)
+{
+    if (pl->stage)
+        zmpi_dtinfo_unpack(pl->d, pl->stage, zmpi_p2p_status_bytes(st) / pl->es, buf);
+}
+
+void zmpi_p2p_rplan_free(zmpi_p2p_rplan *pl)
+{
+    free(pl->stage);
+    zmpi_dtinfo_release(pl->d);
+    pl->stage = NULL;
+    pl->d = NULL;
 }
 
 static const char *type_name(zmpi_dtype dt)
@@ -174,6 +234,45 @@ static int frame_stored(const void *buf, size_t count, zmpi_dtype dt, void **own
     return rc;
 }
 
+static int send_prepare(const void *buf, int count, MPI_Datatype type, int peer, MPI_Comm comm, const void **out,
+                        int *len, void **owned);
+
+/* send_prepare for a type that is not MPI_FLOAT / MPI_DOUBLE: an eligible
+ * derived type is packed (unless dense) and sent as count*n elements of its
+ * basic type; others go plain. */
+static int send_derived(const void *buf, int count, MPI_Datatype type, int peer, MPI_Comm comm, const void **out,
+                        int *len, void **owned)
+{
+    zmpi_dtinfo *d;
+    void *packed = NULL;
+    int rc = MPI_SUCCESS;
+    zmpi_dtinfo_get(type, &d);
+    size_t total = d ? (size_t)count * d->n : 0;
+    if (!d) {
+        rc = zmpi_p2p_count(comm, type, 0);
+        goto fn_exit;
+    }
+    if (total > (size_t)INT_MAX / d->es)
+        goto fn_exit; /* raw beyond INT_MAX bytes: plain (uncounted), as for MPI_FLOAT */
+    if (d->dense || total == 0) {
+        rc = send_prepare(buf, (int)total, d->basic, peer, comm, out, len, owned);
+        goto fn_exit;
+    }
+    ZMPI_CHECK(zmpi_alloc(total * d->es, &packed));
+    zmpi_dtinfo_pack(d, buf, (size_t)count, packed);
+    ZMPI_CHECK(send_prepare(packed, (int)total, d->basic, peer, comm, out, len, owned));
+    if (*out == packed) { /* sent raw from the packed copy */
+        *owned = packed;
+        packed = NULL;
+    }
+fn_exit:
+    free(packed);
+    zmpi_dtinfo_release(d);
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
 /* What to send for (buf, count, type) on comm: *out / *len bytes (MPI_BYTE)
  * and *owned = the buffer to free afterwards, or *out == NULL for the plain
  * PMPI call with the user's arguments. Returns MPI_SUCCESS or an error (not
@@ -190,7 +289,7 @@ static int send_prepare(const void *buf, int count, MPI_Datatype type, int peer,
     if (peer == MPI_PROC_NULL || comm == MPI_COMM_NULL)
         return MPI_SUCCESS;
     if (!zmpi_p2p_is_float(type, &es))
-        return zmpi_p2p_count(comm, type, 0);
+        return send_derived(buf, count, type, peer, comm, out, len, owned);
     size_t raw = (size_t)count * es;
     if (raw > (size_t)INT_MAX)
         return MPI_SUCCESS; /* raw: one MPI_BYTE message cannot hold it, the receiver takes any size */
@@ -315,28 +414,37 @@ static int recv_check(void *buf, int count, MPI_Datatype type, size_t es, MPI_Co
 int ZMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
               MPI_Status *status)
 {
+    zmpi_p2p_rplan pl;
     MPI_Status st;
-    size_t es = 0;
     int rc;
     zmpi_p2p_reap();
     if (source == MPI_PROC_NULL || comm == MPI_COMM_NULL)
         return PMPI_Recv(buf, count, datatype, source, tag, comm, status);
     if (zmpi_p2p_take_kept(comm, source, tag, buf, count, datatype, &rc, &st))
         goto fn_exit; /* a message a probe took out of MPI's queue */
-    if (!zmpi_p2p_is_float(datatype, &es)) {
+    int how = zmpi_p2p_rplan_make(buf, count, datatype, &pl, &rc);
+    if (how == 0) {
         rc = zmpi_p2p_count(comm, datatype, 0);
         return rc ? zmpi_raise(comm, rc) : PMPI_Recv(buf, count, datatype, source, tag, comm, status);
     }
-    rc = recv_check(buf, count, datatype, es, comm);
-    if (rc)
+    if (how < 0)
         return zmpi_raise(comm, rc);
-    rc = PMPI_Recv(buf, count, zmpi_p2p_bytes_type(es), source, tag, comm, &st);
+    rc = recv_check(pl.rbuf, pl.rcount, pl.rtype, pl.es, comm);
     if (rc) {
+        zmpi_p2p_rplan_free(&pl);
+        return zmpi_raise(comm, rc);
+    }
+    rc = PMPI_Recv(pl.rbuf, pl.rcount, zmpi_p2p_bytes_type(pl.es), source, tag, comm, &st);
+    if (rc) {
+        zmpi_p2p_rplan_free(&pl);
         if (status != MPI_STATUS_IGNORE)
             *status = st;
         return rc; /* MPI raised it */
     }
-    rc = zmpi_p2p_deliver(buf, zmpi_p2p_status_bytes(&st), buf, count, datatype, comm, &st);
+    rc = zmpi_p2p_deliver(pl.rbuf, zmpi_p2p_status_bytes(&st), pl.rbuf, pl.rcount, pl.rtype, comm, &st);
+    if (rc == MPI_SUCCESS)
+        zmpi_p2p_rplan_finish(&pl, buf, &st);
+    zmpi_p2p_rplan_free(&pl);
 fn_exit:
     if (rc)
         PMPI_Status_set_elements(&st, MPI_BYTE, 0);
@@ -350,8 +458,8 @@ static int irecv(void *buf, int count, MPI_Datatype datatype, int source, int ta
                  MPI_Request *request, int *raised)
 {
     zmpi_p2p_op *op = NULL;
+    zmpi_p2p_rplan pl;
     MPI_Status st;
-    size_t es = 0;
     int rc, kept_rc;
     *raised = 0;
     if (!request)
@@ -360,24 +468,29 @@ static int irecv(void *buf, int count, MPI_Datatype datatype, int source, int ta
     if (source == MPI_PROC_NULL || comm == MPI_COMM_NULL)
         return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
     *raised = 0;
-    int is_float = zmpi_p2p_is_float(datatype, &es);
-    rc = is_float ? recv_check(buf, count, datatype, es, comm) : zmpi_p2p_count(comm, datatype, 0);
+    int how = zmpi_p2p_rplan_make(buf, count, datatype, &pl, &rc);
+    if (how < 0)
+        return rc;
+    rc = how ? recv_check(pl.rbuf, pl.rcount, pl.rtype, pl.es, comm) : zmpi_p2p_count(comm, datatype, 0);
     if (!rc)
         rc = zmpi_p2p_op_new(comm, 1, &op);
-    if (rc)
+    if (rc) {
+        zmpi_p2p_rplan_free(&pl);
         return rc;
+    }
     op->buf = buf;
     op->count = count;
     op->type = datatype;
     op->quiet = quiet;
+    op->plan = pl; /* the operation owns the plan from here on */
     if (zmpi_p2p_take_kept(comm, source, tag, buf, count, datatype, &kept_rc, &st)) {
         zmpi_p2p_op_done(op, &st, kept_rc); /* complete already; its error comes at completion */
-    } else if (!is_float) {
+    } else if (!how) {
         zmpi_p2p_op_discard(op);
         *raised = 1;
         return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
     } else {
-        rc = PMPI_Irecv(buf, count, zmpi_p2p_bytes_type(es), source, tag, comm, &op->req);
+        rc = PMPI_Irecv(pl.rbuf, pl.rcount, zmpi_p2p_bytes_type(pl.es), source, tag, comm, &op->req);
         if (rc) {
             zmpi_p2p_op_discard(op);
             *raised = 1;

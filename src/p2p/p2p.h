@@ -15,6 +15,20 @@
 
 #include "core/core.h"
 
+/* How a receive of (buf, count, type) goes through zmpi's path: as rcount
+ * elements of rtype (MPI_FLOAT / MPI_DOUBLE) received into rbuf - the
+ * user's buffer for MPI_FLOAT / MPI_DOUBLE and for dense derived types, a
+ * staging buffer (`stage`, owned) for other eligible derived types, whose
+ * elements are unpacked into the user's buffer afterwards. */
+typedef struct zmpi_p2p_rplan {
+    zmpi_dtinfo *d; /* the derived type's analysis (a reference), or NULL */
+    void *stage;
+    void *rbuf;
+    int rcount;
+    MPI_Datatype rtype;
+    size_t es;
+} zmpi_p2p_rplan;
+
 /* One nonblocking send or receive between its start and its completion.
  * The user holds `greq`, a generalized request that only zmpi completes, so
  * its handle value cannot be reused by MPI while the operation lives. */
@@ -34,6 +48,7 @@ typedef struct zmpi_p2p_op {
     int count;                /* receive: the user's count */
     MPI_Datatype type;        /* receive: the user's datatype */
     void *stream;             /* send: the compressed stream (freed at completion) */
+    zmpi_p2p_rplan plan;      /* receive through zmpi's path: where the elements go (freed at completion) */
     MPI_Status status;        /* the final status (source, tag, elements, cancelled) */
     int err;                  /* the final error (MPI_SUCCESS, or a code of zmpi's) */
 } zmpi_p2p_op;
@@ -55,6 +70,16 @@ MPI_Datatype zmpi_p2p_bytes_type(size_t es);
  * MPI_SUCCESS or a zmpi error code (not raised). */
 int zmpi_p2p_deliver(const void *data, size_t nbytes, void *buf, int count, MPI_Datatype type, MPI_Comm comm,
                      MPI_Status *st);
+/* Plans a receive of (buf, count, type): 1 with *pl filled (release with
+ * zmpi_p2p_rplan_free) when it goes through zmpi's path (MPI_FLOAT,
+ * MPI_DOUBLE, eligible derived types of at most INT_MAX elements), 0 for
+ * the plain PMPI receive; -1 with *rc when the staging buffer cannot be
+ * allocated. */
+int zmpi_p2p_rplan_make(void *buf, int count, MPI_Datatype type, zmpi_p2p_rplan *pl, int *rc);
+/* After a successful zmpi_p2p_deliver into pl->rbuf: unpacks the received
+ * elements (st's count) from the staging buffer into buf. */
+void zmpi_p2p_rplan_finish(const zmpi_p2p_rplan *pl, void *buf, const MPI_Status *st);
+void zmpi_p2p_rplan_free(zmpi_p2p_rplan *pl);
 /* The bytes of a received message, from its status. */
 size_t zmpi_p2p_status_bytes(const MPI_Status *st);
 

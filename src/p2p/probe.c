@@ -8,7 +8,8 @@
  * (PMPI_Mprobe + PMPI_Mrecv into memory of its exact size) and keeps it on
  * the communicator, oldest first; the status it returns counts the
  * elements the message really holds (MPI_Get_count / ZMPI_Get_count with
- * MPI_FLOAT or MPI_DOUBLE), or its bytes for raw data of any type.
+ * MPI_FLOAT or MPI_DOUBLE, or whole instances of a derived type made of
+ * them), or its bytes for raw data of any type.
  *
  * Every zmpi receive on the communicator (ZMPI_Recv, Irecv, Sendrecv, Mrecv)
  * looks at the kept messages before MPI's queue: a kept message is older
@@ -114,12 +115,17 @@ static zmpi_kept *find(zmpi_comm_state *s, int source, int tag, int remove)
 /* Delivers kept message k into (buf, count, type) and frees it. */
 static int deliver_kept(zmpi_kept *k, void *buf, int count, MPI_Datatype type, MPI_Comm comm, MPI_Status *st)
 {
-    size_t es;
+    zmpi_p2p_rplan pl;
     int rc = MPI_SUCCESS;
     *st = k->status;
-    if (zmpi_p2p_is_float(type, &es)) {
-        rc = zmpi_p2p_deliver(k->data, k->bytes, buf, count, type, comm, st);
-    } else {
+    int how = zmpi_p2p_rplan_make(buf, count, type, &pl, &rc);
+    if (how > 0) {
+        rc = pl.rcount < 0 ? MPI_ERR_COUNT
+                           : zmpi_p2p_deliver(k->data, k->bytes, pl.rbuf, pl.rcount, pl.rtype, comm, st);
+        if (rc == MPI_SUCCESS)
+            zmpi_p2p_rplan_finish(&pl, buf, st);
+        zmpi_p2p_rplan_free(&pl);
+    } else if (how == 0) {
         /* another datatype: the bytes are its packed form (homogeneous MPI) */
         int pos = 0, size = 0;
         PMPI_Pack_size(count, type, comm, &size);

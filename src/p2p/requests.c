@@ -41,6 +41,7 @@ static void ops_free_all(void *head)
     for (zmpi_p2p_op *op = head, *next; op; op = next) {
         next = op->next;
         free(op->stream); /* never completed by the program */
+        zmpi_p2p_rplan_free(&op->plan);
         free(op);
     }
 }
@@ -107,6 +108,7 @@ static int free_fn(void *extra)
     if (op->proc) /* no MPI call here: MPICH runs this inside its own */
         unlink_op(op->proc, op);
     free(op->stream);
+    zmpi_p2p_rplan_free(&op->plan);
     free(op);
     return MPI_SUCCESS;
 }
@@ -128,8 +130,12 @@ static void op_finish(zmpi_p2p_op *op, const MPI_Status *s)
     op->req = MPI_REQUEST_NULL;
     PMPI_Test_cancelled(&st, &cancelled);
     if (op->is_recv && !cancelled) {
-        op->err = zmpi_p2p_deliver(op->buf, zmpi_p2p_status_bytes(&st), op->buf, op->count, op->type, op->comm, &st);
-        if (op->err)
+        zmpi_p2p_rplan *pl = &op->plan;
+        op->err = zmpi_p2p_deliver(pl->rbuf, zmpi_p2p_status_bytes(&st), pl->rbuf, pl->rcount, pl->rtype, op->comm,
+                                   &st);
+        if (op->err == MPI_SUCCESS)
+            zmpi_p2p_rplan_finish(pl, op->buf, &st);
+        else
             PMPI_Status_set_elements(&st, MPI_BYTE, 0);
     }
     zmpi_p2p_op_done(op, &st, op->err);
@@ -142,6 +148,7 @@ void zmpi_p2p_op_done(zmpi_p2p_op *op, const MPI_Status *st, int err)
     op->finished = 1;
     free(op->stream); /* a send's stream is no longer needed */
     op->stream = NULL;
+    zmpi_p2p_rplan_free(&op->plan); /* nor a receive's staging buffer */
     PMPI_Grequest_complete(op->greq);
 }
 

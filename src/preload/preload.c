@@ -23,31 +23,36 @@
 extern char **environ;
 
 /* After MPI's initialisation: every ZMPI_ variable of the environment is
- * checked as zmpi's calls would check it; the first bad one (malformed value
- * or unknown name) is printed by rank 0 and stops the program through
- * MPI_COMM_WORLD's error handler (MPI_ERRORS_ARE_FATAL at this point),
- * instead of an error at the first compressed call. Returns MPI_SUCCESS or
- * MPI_ERR_ARG. */
+ * checked as zmpi's calls would check it. If any rank finds a bad one
+ * (malformed value or unknown name), the lowest such rank prints it and every
+ * rank stops through MPI_COMM_WORLD's error handler (MPI_ERRORS_ARE_FATAL at
+ * this point), instead of an error at the first compressed call. Every rank
+ * makes the same two PMPI_ collectives, whatever it found, so they always
+ * match. Returns MPI_SUCCESS or MPI_ERR_ARG. */
 static int check_settings(void)
 {
-    char why[256], name[128];
-    for (char **e = environ; e && *e; e++) {
+    char why[256], name[128], msg[512] = "";
+    for (char **e = environ; e && *e && !msg[0]; e++) {
         if (strncmp(*e, "ZMPI_", 5))
             continue;
         size_t l = strcspn(*e, "=");
         snprintf(name, sizeof name, "%.*s", (int)(l < sizeof name - 1 ? l : sizeof name - 1), *e);
         const char *value = (*e)[l] == '=' ? *e + l + 1 : "";
-        if (ZMPI_Setting_check(name, value, why, (int)sizeof why) == MPI_SUCCESS)
-            continue;
-        int rank = 0;
-        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        if (rank == 0)
-            fprintf(stderr, "zmpi: %s=%s: %s (libzmpi_preload.so stops the program in MPI_Init)\n", name, value,
-                    why);
-        PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_ARG);
-        return MPI_ERR_ARG;
+        if (ZMPI_Setting_check(name, value, why, (int)sizeof why) != MPI_SUCCESS)
+            snprintf(msg, sizeof msg, "zmpi: %s=%.100s: %s (libzmpi_preload.so stops the program in MPI_Init)",
+                     name, value, why);
     }
-    return MPI_SUCCESS;
+    int rank = 0, size = 1, first;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    int mine = msg[0] ? rank : size;
+    if (PMPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS || first == size)
+        return MPI_SUCCESS;
+    if (rank == first)
+        fprintf(stderr, "%s\n", msg);
+    PMPI_Barrier(MPI_COMM_WORLD); /* the message is out before any rank stops the job */
+    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_ARG);
+    return MPI_ERR_ARG;
 }
 
 ZP_EXPORT int MPI_Init(int *argc, char ***argv)
