@@ -217,6 +217,11 @@ ZMPI_API int ZMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int
  * and undecodable messages, MPI_ERR_REQUEST), and MPI's class for MPI's
  * own codes. */
 ZMPI_API int ZMPI_Error_class(int errorcode, int *errorclass);
+/* *flag = 1 if zmpi compresses messages of this datatype when a bound is
+ * configured: MPI_FLOAT, MPI_DOUBLE, the Fortran reals (MPI_REAL,
+ * MPI_REAL4, MPI_DOUBLE_PRECISION, MPI_REAL8), and derived datatypes built
+ * only of one of them (point-to-point); else 0. Local. */
+ZMPI_API int ZMPI_Type_compressible(MPI_Datatype datatype, int *flag);
 
 /* ---- collectives ---- */
 ZMPI_API int ZMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);

@@ -418,3 +418,18 @@ void zmpi_dtinfo_unpack(const zmpi_dtinfo *d, const void *src, size_t elems, voi
             break;
     }
 }
+
+int ZMPI_Type_compressible(MPI_Datatype datatype, int *flag)
+{
+    zmpi_dtype dt;
+    zmpi_dtinfo *d = NULL;
+    if (!flag || datatype == MPI_DATATYPE_NULL)
+        return MPI_ERR_ARG;
+    *flag = zmpi_classify(datatype, &dt);
+    if (!*flag) {
+        zmpi_dtinfo_get(datatype, &d);
+        *flag = d != NULL;
+        zmpi_dtinfo_release(d);
+    }
+    return MPI_SUCCESS;
+}

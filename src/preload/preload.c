@@ -105,31 +105,68 @@ ZP_EXPORT int MPI_Pcontrol(const int level, ...)
     return rc;
 }
 
-/* The float/double message of a routed send may be a zmpi stream, which only
- * zmpi's receives decode: MPI_FLOAT and MPI_DOUBLE go through ZMPI_Sendrecv
- * into a temporary buffer, and the elements received replace buf's first
- * ones. Other datatypes: PMPI_Sendrecv_replace. */
+/* 1 if comm's zmpi configuration compresses messages of datatype (a bound
+ * is set and the type is one zmpi compresses). */
+static int compressing(MPI_Datatype datatype, MPI_Comm comm)
+{
+    ZMPI_Config cfg;
+    int flag = 0;
+    if (datatype == MPI_DATATYPE_NULL || comm == MPI_COMM_NULL ||
+        ZMPI_Comm_get_config(comm, &cfg) != MPI_SUCCESS || cfg.eb_mode == ZMPI_EB_NONE)
+        return 0;
+    return ZMPI_Type_compressible(datatype, &flag) == MPI_SUCCESS && flag;
+}
+
+/* Copies `got` instances of datatype from src to dst (same layout). */
+static void copy_instances(const void *src, void *dst, int got, MPI_Datatype datatype, MPI_Comm comm)
+{
+    MPI_Aint lb, ext, tlb, text;
+    int size = 0, psize = 0, pos = 0;
+    PMPI_Type_get_extent(datatype, &lb, &ext);
+    PMPI_Type_get_true_extent(datatype, &tlb, &text);
+    PMPI_Type_size(datatype, &size);
+    if (tlb == 0 && text == ext && (MPI_Aint)size == ext) { /* contiguous */
+        memcpy(dst, src, (size_t)got * (size_t)ext);
+        return;
+    }
+    PMPI_Pack_size(got, datatype, comm, &psize);
+    void *packed = malloc(psize > 0 ? (size_t)psize : 1);
+    if (!packed)
+        return;
+    PMPI_Pack(src, got, datatype, packed, psize, &pos, comm);
+    pos = 0;
+    PMPI_Unpack(packed, psize, &pos, dst, got, datatype, comm);
+    free(packed);
+}
+
+/* A routed send may send a zmpi stream, which only zmpi's receives decode:
+ * when comm compresses datatype, the exchange goes through ZMPI_Sendrecv into
+ * a temporary buffer of the datatype's span, and the instances received
+ * replace buf's first ones. Otherwise PMPI_Sendrecv_replace. */
 ZP_EXPORT int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
                                    int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
     const uint64_t t0 = zp_clock();
-    size_t es = datatype == MPI_FLOAT ? sizeof(float) : datatype == MPI_DOUBLE ? sizeof(double) : 0;
+    MPI_Aint lb = 0, ext = 0, tlb = 0, text = 0;
     int rc;
-    if (es == 0 || count <= 0) {
+    if (count <= 0 || !compressing(datatype, comm) || PMPI_Type_get_extent(datatype, &lb, &ext) ||
+        PMPI_Type_get_true_extent(datatype, &tlb, &text) || ext <= 0 || text < 0) {
         rc = PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
     } else {
         MPI_Status st;
         int got = 0;
-        void *tmp = malloc((size_t)count * es);
+        size_t span = (size_t)(count - 1) * (size_t)ext + (size_t)text;
+        unsigned char *tmp = malloc(span ? span : 1);
         if (!tmp) {
             PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM);
             rc = MPI_ERR_NO_MEM;
         } else {
-            rc = ZMPI_Sendrecv(buf, count, datatype, dest, sendtag, tmp, count, datatype, source, recvtag, comm,
+            unsigned char *base = tmp - tlb; /* where instance 0 starts, as buf */
+            rc = ZMPI_Sendrecv(buf, count, datatype, dest, sendtag, base, count, datatype, source, recvtag, comm,
                                &st);
             if (rc == MPI_SUCCESS && ZMPI_Get_count(&st, datatype, &got) == MPI_SUCCESS && got > 0 &&
                 got != MPI_UNDEFINED)
-                memcpy(buf, tmp, (size_t)got * es);
+                copy_instances(base, buf, got, datatype, comm);
             if (status != MPI_STATUS_IGNORE)
                 *status = st;
             free(tmp);
@@ -137,5 +174,31 @@ ZP_EXPORT int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, 
     }
     const uint64_t t1 = zp_clock();
     zp_record(ZP_MPI_Sendrecv_replace, t1 - t0, rc == MPI_SUCCESS ? zp_bytes(count, datatype) : 0);
+    return rc;
+}
+
+/* A persistent receive is MPI's own and cannot decode a zmpi stream: when
+ * comm compresses datatype, creating one is an error (MPI_ERR_UNSUPPORTED_OPERATION
+ * through comm's handler) rather than data silently replaced by a stream's
+ * bytes. Otherwise PMPI_Recv_init. */
+ZP_EXPORT int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                            MPI_Request *request)
+{
+    const uint64_t t0 = zp_clock();
+    int rc;
+    if (count > 0 && compressing(datatype, comm)) {
+        int rank = 0;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        fprintf(stderr,
+                "zmpi: rank %d: MPI_Recv_init of floating-point data while zmpi compresses it (ZMPI_EB is set): "
+                "persistent receives cannot decode compressed messages; use MPI_Irecv, or run without a bound\n",
+                rank);
+        rc = MPI_ERR_UNSUPPORTED_OPERATION;
+        PMPI_Comm_call_errhandler(comm, rc);
+    } else {
+        rc = PMPI_Recv_init(buf, count, datatype, source, tag, comm, request);
+    }
+    const uint64_t t1 = zp_clock();
+    zp_record(ZP_MPI_Recv_init, t1 - t0, 0);
     return rc;
 }
