@@ -211,3 +211,20 @@ int zmpi_coll_run_blocks(zmpi_coll_call call, const void *sendbuf, int sendcount
                         .comm = comm};
     return zmpi_coll_run(&a);
 }
+
+int zmpi_coll_shape_count(const zmpi_coll_args *a, zmpi_coll_known *k)
+{
+    if (a->comm == MPI_COMM_NULL || a->count < 0)
+        return ZMPI_CALL_PLAIN;
+    k->type = a->datatype;
+    k->bytes = (size_t)a->count * zmpi_coll_elem_size(a->datatype);
+    return ZMPI_CALL_ON;
+}
+
+int zmpi_coll_prepare_count(zmpi_call *c, const zmpi_coll_args *a, zmpi_coll_job *j)
+{
+    (void)c;
+    *j = (zmpi_coll_job){.sendbuf = a->sendbuf, .recvbuf = a->recvbuf,
+                         .count = (size_t)(a->count > 0 ? a->count : 0), .op = a->op, .root = a->root};
+    return MPI_SUCCESS;
+}

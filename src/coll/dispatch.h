@@ -141,6 +141,13 @@ int zmpi_coll_layout(const zmpi_call *c, int count, zmpi_coll_job *j, const int 
  * negative count among the root's counts (at the root) or the own count. */
 int zmpi_coll_shape_rooted(const zmpi_coll_args *a, zmpi_coll_known *k);
 int zmpi_coll_invalid_rooted(const zmpi_call *c, const zmpi_coll_args *a);
+/* Shape of the calls with one count every rank knows (Allreduce, Reduce):
+ * a null communicator or a negative count runs as the plain call, which lets
+ * MPI report it. */
+int zmpi_coll_shape_count(const zmpi_coll_args *a, zmpi_coll_known *k);
+/* Prepare of the calls with one count (Bcast, Allreduce, Reduce): buffers,
+ * count, op and root as given. */
+int zmpi_coll_prepare_count(zmpi_call *c, const zmpi_coll_args *a, zmpi_coll_job *j);
 /* zmpi_call_bound for compress-once algorithms: each element is compressed once. */
 int zmpi_coll_bound_once(zmpi_call *c, const zmpi_coll_job *j);
 

@@ -49,28 +49,11 @@ static const zmpi_algo algos[ZMPI_ALLREDUCE_ALGO_COUNT] = {
 };
 const zmpi_coll_table zmpi_allreduce_table = {algos, ZMPI_ALLREDUCE_ALGO_COUNT, ZMPI_ALLREDUCE_RHD};
 
-/* Invalid arguments run as the plain call, which lets MPI report them. */
-static int shape(const zmpi_coll_args *a, zmpi_coll_known *k)
-{
-    if (a->comm == MPI_COMM_NULL || a->count < 0)
-        return ZMPI_CALL_PLAIN;
-    k->type = a->datatype;
-    k->bytes = (size_t)a->count * zmpi_coll_elem_size(a->datatype);
-    return ZMPI_CALL_ON;
-}
-
-static int prepare(zmpi_call *c, const zmpi_coll_args *a, zmpi_coll_job *j)
-{
-    (void)c;
-    *j = (zmpi_coll_job){
-        .sendbuf = a->sendbuf, .recvbuf = a->recvbuf, .count = (size_t)a->count, .op = a->op};
-    return MPI_SUCCESS;
-}
-
 static int plain(const zmpi_coll_args *a)
 {
     return PMPI_Allreduce(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op, a->comm);
 }
 
 /* No bound: the algorithms set it themselves. */
-const zmpi_coll_ops zmpi_allreduce_ops = {.reduces = 1, .shape = shape, .prepare = prepare, .plain = plain};
+const zmpi_coll_ops zmpi_allreduce_ops = {
+    .reduces = 1, .shape = zmpi_coll_shape_count, .prepare = zmpi_coll_prepare_count, .plain = plain};

@@ -72,13 +72,6 @@ static int choose(const zmpi_call *c, const zmpi_coll_args *a)
     return 0;
 }
 
-static int prepare(zmpi_call *c, const zmpi_coll_args *a, zmpi_coll_job *j)
-{
-    (void)c;
-    *j = (zmpi_coll_job){.recvbuf = a->recvbuf, .count = (size_t)a->count, .root = a->root};
-    return MPI_SUCCESS;
-}
-
 static int ceil_log2(int n)
 {
     int d = 0;
@@ -100,4 +93,5 @@ static int plain(const zmpi_coll_args *a)
 }
 
 const zmpi_coll_ops zmpi_bcast_ops = {
-    .shape = shape, .invalid = invalid, .choose = choose, .prepare = prepare, .bound = bound, .plain = plain};
+    .shape = shape, .invalid = invalid, .choose = choose, .prepare = zmpi_coll_prepare_count, .bound = bound,
+    .plain = plain};

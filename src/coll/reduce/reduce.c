@@ -53,17 +53,7 @@ static int shape(const zmpi_coll_args *a, zmpi_coll_known *k)
         return ZMPI_CALL_ERR;
     if (a->root < 0 || a->root >= size)
         return ZMPI_CALL_PLAIN;
-    k->type = a->datatype;
-    k->bytes = (size_t)a->count * zmpi_coll_elem_size(a->datatype);
-    return ZMPI_CALL_ON;
-}
-
-static int prepare(zmpi_call *c, const zmpi_coll_args *a, zmpi_coll_job *j)
-{
-    (void)c;
-    *j = (zmpi_coll_job){.sendbuf = a->sendbuf, .recvbuf = a->recvbuf, .count = (size_t)a->count,
-                         .op = a->op, .root = a->root};
-    return MPI_SUCCESS;
+    return zmpi_coll_shape_count(a, k);
 }
 
 static int plain(const zmpi_coll_args *a)
@@ -72,4 +62,5 @@ static int plain(const zmpi_coll_args *a)
 }
 
 /* No bound: the algorithms set it themselves. */
-const zmpi_coll_ops zmpi_reduce_ops = {.reduces = 1, .shape = shape, .prepare = prepare, .plain = plain};
+const zmpi_coll_ops zmpi_reduce_ops = {
+    .reduces = 1, .shape = shape, .prepare = zmpi_coll_prepare_count, .plain = plain};
