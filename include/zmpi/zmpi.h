@@ -99,6 +99,8 @@ typedef struct ZMPI_Stats {
     unsigned long long bytes_raw;       /* uncompressed bytes of compressed messages sent */
     unsigned long long bytes_sent;      /* compressed bytes sent for them */
     unsigned long long scratch_bytes;   /* working buffers kept now (at most ZMPI_SCRATCH) */
+    unsigned long long ns_compress;     /* nanoseconds this process spent compressing for comm */
+    unsigned long long ns_decompress;   /* ... and decompressing what comm received */
     /* Per collective: the algorithm that ran its last call on this
      * communicator, as reported by the algorithm's own code (an id of
      * ZMPI_Coll_algorithms); ZMPI_ALGO_MPI if the last call ran as plain MPI;
@@ -156,6 +158,14 @@ ZMPI_API const char *ZMPI_Coll_name(ZMPI_Coll coll);
  * when net_bw is unknown). Local, not collective. */
 ZMPI_API int ZMPI_Model_estimate(MPI_Comm comm, ZMPI_Coll coll, long long count, MPI_Datatype datatype, double *t_plain,
                                  double *t_zmpi);
+/* The same model for a configuration of one's own instead of a
+ * communicator's, at nranks ranks: what the profiler's advisor uses to
+ * predict savings on other networks (cfg->net_bw, net_lat) from measured
+ * ratios and codec speeds (cfg->ratio, comp_speed, decomp_speed). Local,
+ * needs no MPI initialisation; returns as ZMPI_Model_estimate (0 for a
+ * NULL cfg, nranks < 1 or a datatype zmpi does not compress). */
+ZMPI_API int ZMPI_Model_predict(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, long long count,
+                                MPI_Datatype datatype, double *t_plain, double *t_zmpi);
 
 /* ---- point-to-point ---- */
 ZMPI_API int ZMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);

@@ -2,12 +2,21 @@
  * The decision to compress a call, the per-compression bound, and block
  * compression with fallbacks. Shared by point-to-point and collectives.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core.h"
+
+uint64_t zmpi_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 int zmpi_alloc(size_t n, void *out_ptr)
 {
@@ -198,6 +207,20 @@ int ZMPI_Model_estimate(MPI_Comm comm, ZMPI_Coll coll, long long count, MPI_Data
     if (!st || count < 0 || (int)coll < 0 || (int)coll > ZMPI_COLL_COUNT || !zmpi_classify(datatype, &dt))
         return 0;
     return zmpi_model(&st->cfg, coll, st->size, (size_t)count * zmpi_dtype_size(dt), dt, t_plain, t_zmpi);
+}
+
+int ZMPI_Model_predict(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, long long count, MPI_Datatype datatype,
+                       double *t_plain, double *t_zmpi)
+{
+    zmpi_dtype dt = ZMPI_FLOAT;
+    if (t_plain)
+        *t_plain = 0;
+    if (t_zmpi)
+        *t_zmpi = 0;
+    if (!cfg || nranks < 1 || count < 0 || (int)coll < 0 || (int)coll > ZMPI_COLL_COUNT ||
+        !zmpi_classify(datatype, &dt))
+        return 0;
+    return zmpi_model(cfg, coll, nranks, (size_t)count * zmpi_dtype_size(dt), dt, t_plain, t_zmpi);
 }
 
 static int fill(zmpi_call *c, zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype type, zmpi_dtype dt,
@@ -501,7 +524,9 @@ void zmpi_stat_sent(zmpi_call *c, size_t raw, size_t sent)
 ptrdiff_t zmpi_block_compress(zmpi_call *c, const void *src, size_t count, void *dst, size_t cap)
 {
     zmpi_ctx *ctx = count * c->es < c->min_bytes ? c->raw : c->ctx;
+    const uint64_t t0 = zmpi_clock_ns();
     ptrdiff_t len = zmpi_compress(ctx, src, count, c->dt, dst, cap);
+    atomic_fetch_add(&c->st->ns_compress, zmpi_clock_ns() - t0);
     if (len < 0 && len != ZMPI_ERR_DST_TOO_SMALL && ctx != c->raw) {
         atomic_fetch_add(&c->st->codec_errors, 1);
         len = zmpi_compress(c->raw, src, count, c->dt, dst, cap);
@@ -517,7 +542,9 @@ int zmpi_block_decompress(zmpi_call *c, const void *src, size_t len, void *dst, 
     zmpi_stream_info info;
     if (zmpi_stream_info_get(src, len, &info) != ZMPI_OK || info.count != count || info.dtype != c->dt)
         return MPI_ERR_OTHER;
+    const uint64_t t0 = zmpi_clock_ns();
     ptrdiff_t r = zmpi_decompress(c->ctx, src, len, dst, count * c->es);
+    atomic_fetch_add(&c->st->ns_decompress, zmpi_clock_ns() - t0);
     return r == (ptrdiff_t)(count * c->es) ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 

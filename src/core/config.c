@@ -174,6 +174,21 @@ static int set_threads(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
     return 0;
 }
 
+/* Settings of libzmpi_preload.so: checked here like the others (so that a
+ * malformed one stops the program at MPI_Init), read by the preload. */
+static int check_flag(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    (void)cfg;
+    return strcmp(v, "0") && strcmp(v, "1") ? say(msg, cap, "expected 0 or 1") : 0;
+}
+
+static int check_samples(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    unsigned long long d;
+    (void)cfg;
+    return parse_uint(v, 1u << 20, &d) ? 0 : say(msg, cap, "expected a number of samples per call site, 0 or more");
+}
+
 static int set_chunk(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
 {
     unsigned long long d;
@@ -305,8 +320,13 @@ static const zmpi_setting settings[] = {
     {"ZMPI_ALLREDUCE_ALGORITHM", "default", "Allreduce algorithm", set_alg_allreduce},
     {"ZMPI_REDUCE_ALGORITHM", "default", "Reduce algorithm", set_alg_reduce},
     {"ZMPI_REPORT", "unset",
-     "libzmpi_preload.so: at MPI_Finalize, rank 0 writes the profile of the run to DIR/EXE.RANKS.PID.zmpi.json (EXE: the program name, RANKS: the size of MPI_COMM_WORLD, PID: rank 0 process id; DIR is created if missing)",
+     "libzmpi_preload.so: at MPI_Finalize, rank 0 writes the profile of the run to DIR/EXE.RANKS.PID.zmpi.txt (mpiP's sections, then zmpi's compression and advisor sections) and .zmpi.json (EXE: the program name, RANKS: the size of MPI_COMM_WORLD, PID: rank 0 process id; DIR is created if missing)",
      NULL},
+    {"ZMPI_PROFILE_ONLY", "0",
+     "libzmpi_preload.so: 1 profiles and advises without compressing anything (every call is MPI's own)", check_flag},
+    {"ZMPI_SAMPLES", "8",
+     "libzmpi_preload.so: messages per call site the advisor compresses on its ladder of settings (the 1st, 2nd, 4th, 8th, ... sending call); 0: no advice",
+     check_samples},
     {"ZMPI_DATA", "../shared/data", "tools: the data directory or file of the demo and zmpi-bench", NULL},
     {"ZMPI_FUZZ_SECONDS", "8", "tools: seconds per fuzz target in scripts/test", NULL},
 };

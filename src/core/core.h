@@ -142,6 +142,7 @@ typedef struct zmpi_comm_state {
     atomic_int last_algo[ZMPI_COLL_COUNT]; /* ZMPI_Stats.last_algorithm */
     atomic_ullong calls, compressed, fallback_type, fallback_small, fallback_config, fallback_model, codec_errors,
         bytes_raw, bytes_sent;
+    atomic_ullong ns_compress, ns_decompress; /* ZMPI_Stats.ns_compress / ns_decompress */
 } zmpi_comm_state;
 
 /* The state of comm, created from the environment on first use (or NULL if
@@ -290,6 +291,8 @@ int zmpi_reduce_local(const zmpi_call *c, const void *in, void *inout, size_t co
 void zmpi_stat_sent(zmpi_call *c, size_t raw, size_t sent);
 
 /* Scratch memory: malloc that reports MPI_ERR_NO_MEM. */
+/* Monotonic clock in nanoseconds (codec time in the statistics). */
+uint64_t zmpi_clock_ns(void);
 int zmpi_alloc(size_t n, void *out_ptr);
 /* Scratch memory of a call, from its communicator's kept buffers when the
  * request is large (see zmpi_scratch): returns MPI_SUCCESS or

@@ -269,6 +269,8 @@ int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *out)
     out->codec_errors = atomic_load(&s->codec_errors);
     out->bytes_raw = atomic_load(&s->bytes_raw);
     out->bytes_sent = atomic_load(&s->bytes_sent);
+    out->ns_compress = atomic_load(&s->ns_compress);
+    out->ns_decompress = atomic_load(&s->ns_decompress);
     for (int k = 0; k < ZMPI_COLL_COUNT; k++)
         out->last_algorithm[k] = atomic_load(&s->last_algo[k]);
     pthread_mutex_lock(&s->scratch.lock);

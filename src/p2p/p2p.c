@@ -201,7 +201,10 @@ int zmpi_p2p_deliver(const void *data, size_t nbytes, void *buf, int count, MPI_
     zmpi_comm_state *s = zmpi_state(comm);
     if (s && s->cfg.threads != 1)
         zmpi_ctx_set_param(ctx, ZMPI_P_THREADS, s->cfg.threads);
+    const uint64_t t0 = zmpi_clock_ns();
     ptrdiff_t r = zmpi_decompress(ctx, data, nbytes, buf, cap);
+    if (s)
+        atomic_fetch_add(&s->ns_decompress, zmpi_clock_ns() - t0);
     if (r != (ptrdiff_t)(info.count * es)) {
         rc = zmpi_err(ZMPI_EK_STREAM, "a compressed message of %llu %s from rank %d, tag %d cannot be decoded: %s",
                       (unsigned long long)info.count, type_name(dt), st->MPI_SOURCE, st->MPI_TAG,
@@ -305,7 +308,9 @@ static int send_prepare(const void *buf, int count, MPI_Datatype type, int peer,
         rc = zmpi_alloc(cap, owned);
         if (rc)
             goto fn_exit;
+        const uint64_t t0 = zmpi_clock_ns();
         ptrdiff_t l = zmpi_compress(c.ctx, buf, (size_t)count, c.dt, *owned, cap);
+        atomic_fetch_add(&c.st->ns_compress, zmpi_clock_ns() - t0);
         if (l > 0 && (size_t)l < raw) { /* a stream only where it is smaller than the data */
             zmpi_stat_sent(&c, raw, (size_t)l);
             *out = *owned;

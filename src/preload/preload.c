@@ -55,63 +55,75 @@ static int check_settings(void)
     return MPI_ERR_ARG;
 }
 
-ZP_EXPORT int MPI_Init(int *argc, char ***argv)
+/* After PMPI_Init(_thread): the settings are checked and the profile starts
+ * (its time, and whether the ZMPI_ paths run). The call is counted, its
+ * time is not: as in mpiP, the application's time starts when it returns. */
+static int init_done(zp_frame *f, int rc)
 {
-    const uint64_t t0 = zp_clock();
-    int rc = PMPI_Init(argc, argv);
-    const uint64_t t1 = zp_clock();
-    zp_record(ZP_MPI_Init, t1 - t0, 0);
+    f->t0 = zp_clock();
+    zp_end(f, rc, 0, NULL, 0, MPI_DATATYPE_NULL);
     if (rc == MPI_SUCCESS)
         rc = check_settings();
     if (rc == MPI_SUCCESS)
-        zp_mark_init();
+        rc = zp_init();
     return rc;
+}
+
+ZP_EXPORT int MPI_Init(int *argc, char ***argv)
+{
+    zp_frame f;
+    zp_begin(&f, ZP_MPI_Init, __builtin_return_address(0), MPI_COMM_NULL);
+    return init_done(&f, PMPI_Init(argc, argv));
 }
 
 ZP_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    const uint64_t t0 = zp_clock();
-    int rc = PMPI_Init_thread(argc, argv, required, provided);
-    const uint64_t t1 = zp_clock();
-    zp_record(ZP_MPI_Init_thread, t1 - t0, 0);
-    if (rc == MPI_SUCCESS)
-        rc = check_settings();
-    if (rc == MPI_SUCCESS)
-        zp_mark_init();
-    return rc;
+    zp_frame f;
+    zp_begin(&f, ZP_MPI_Init_thread, __builtin_return_address(0), MPI_COMM_NULL);
+    return init_done(&f, PMPI_Init_thread(argc, argv, required, provided));
 }
 
 /* Its time is not measured: the report is written inside it. */
 ZP_EXPORT int MPI_Finalize(void)
 {
-    zp_record(ZP_MPI_Finalize, 0, 0);
-    int report = zp_report();
+    zp_frame f;
+    zp_begin(&f, ZP_MPI_Finalize, __builtin_return_address(0), MPI_COMM_NULL);
+    f.t0 = zp_clock();
+    zp_end(&f, MPI_SUCCESS, 0, NULL, 0, MPI_DATATYPE_NULL);
+    int report = zp_report(1, 1);
     int rc = PMPI_Finalize();
     return rc != MPI_SUCCESS ? rc : report;
 }
 
-/* Level 0 stops the profile, any other level resumes it (the call itself is
- * counted whatever the level); MPI's own MPI_Pcontrol gets the level. */
+/* As mpiP: level 0 stops the profile, 1 resumes it, 2 forgets what it
+ * recorded, 3 and 4 write a report now (verbose: with a row per rank, and
+ * concise: the aggregate rows only; collective over MPI_COMM_WORLD, as
+ * every rank calls it); other levels resume it. The call itself is counted
+ * unless profiling is off; MPI's own MPI_Pcontrol gets the level. */
 ZP_EXPORT int MPI_Pcontrol(const int level, ...)
 {
-    const uint64_t t0 = zp_clock();
+    zp_frame f;
     if (level != 0)
         zp_set_profiling(1);
+    zp_begin(&f, ZP_MPI_Pcontrol, __builtin_return_address(0), MPI_COMM_NULL);
     int rc = PMPI_Pcontrol(level);
-    const uint64_t t1 = zp_clock();
-    zp_record(ZP_MPI_Pcontrol, t1 - t0, 0);
+    zp_end(&f, rc, 0, NULL, 0, MPI_DATATYPE_NULL);
     if (level == 0)
         zp_set_profiling(0);
+    else if (level == 2)
+        zp_sites_reset();
+    else if ((level == 3 || level == 4) && rc == MPI_SUCCESS)
+        rc = zp_report(0, level == 3);
     return rc;
 }
 
-/* 1 if comm's zmpi configuration compresses messages of datatype (a bound
- * is set and the type is one zmpi compresses). */
+/* 1 if comm's zmpi configuration compresses messages of datatype (the
+ * ZMPI_ paths run, a bound is set and the type is one zmpi compresses). */
 static int compressing(MPI_Datatype datatype, MPI_Comm comm)
 {
     ZMPI_Config cfg;
     int flag = 0;
-    if (datatype == MPI_DATATYPE_NULL || comm == MPI_COMM_NULL ||
+    if (!zp_routing() || datatype == MPI_DATATYPE_NULL || comm == MPI_COMM_NULL ||
         ZMPI_Comm_get_config(comm, &cfg) != MPI_SUCCESS || cfg.eb_mode == ZMPI_EB_NONE)
         return 0;
     return ZMPI_Type_compressible(datatype, &flag) == MPI_SUCCESS && flag;
@@ -146,7 +158,8 @@ static void copy_instances(const void *src, void *dst, int got, MPI_Datatype dat
 ZP_EXPORT int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
                                    int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
-    const uint64_t t0 = zp_clock();
+    zp_frame f;
+    zp_begin(&f, ZP_MPI_Sendrecv_replace, __builtin_return_address(0), comm);
     MPI_Aint lb = 0, ext = 0, tlb = 0, text = 0;
     int rc;
     if (count <= 0 || !compressing(datatype, comm) || PMPI_Type_get_extent(datatype, &lb, &ext) ||
@@ -172,8 +185,7 @@ ZP_EXPORT int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, 
             free(tmp);
         }
     }
-    const uint64_t t1 = zp_clock();
-    zp_record(ZP_MPI_Sendrecv_replace, t1 - t0, rc == MPI_SUCCESS ? zp_bytes(count, datatype) : 0);
+    zp_end(&f, rc, rc == MPI_SUCCESS ? zp_bytes(count, datatype) : 0, buf, count, datatype);
     return rc;
 }
 
@@ -184,7 +196,8 @@ ZP_EXPORT int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, 
 ZP_EXPORT int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                             MPI_Request *request)
 {
-    const uint64_t t0 = zp_clock();
+    zp_frame f;
+    zp_begin(&f, ZP_MPI_Recv_init, __builtin_return_address(0), MPI_COMM_NULL);
     int rc;
     if (count > 0 && compressing(datatype, comm)) {
         int rank = 0;
@@ -198,7 +211,6 @@ ZP_EXPORT int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int sou
     } else {
         rc = PMPI_Recv_init(buf, count, datatype, source, tag, comm, request);
     }
-    const uint64_t t1 = zp_clock();
-    zp_record(ZP_MPI_Recv_init, t1 - t0, 0);
+    zp_end(&f, rc, 0, NULL, 0, MPI_DATATYPE_NULL);
     return rc;
 }

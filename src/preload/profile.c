@@ -1,24 +1,39 @@
 /*
- * The profile core of libzmpi_preload.so: counters, byte accounting and the
- * report that MPI_Finalize writes when ZMPI_REPORT=DIR is set.
+ * The profile core of libzmpi_preload.so: the process state, the call-site
+ * table every wrapper updates (zp_begin / zp_end), and byte accounting.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include "preload/profile.h"
 
-#include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
+#include <zmpi/codec.h>
 #include <zmpi/zmpi.h>
 
 #include "preload/preload.h"
 #include "preload_gen.h"
+
+/* Sites the table holds; further ones are counted only per MPI function. */
+#define ZP_MAXSITES 4096
+#define ZP_ADDR_MASK ((UINT64_C(1) << 48) - 1)
+
+/* One call site: its key is (call + 1) << 48 | address, 0 while free. The
+ * minima are stored complemented (~value), so that 0 is "none yet" and the
+ * minimum is a maximum. The sample sums are guarded by zp.sample_lock. */
+typedef struct {
+    _Atomic uint64_t key;
+    atomic_int kind; /* 0 not known yet, 1 program address, 2 inside an MPI language binding */
+    _Atomic unsigned long long count, ns, ns_max, ns_min_c, sends, bytes, bytes_max, bytes_min_c, wire, compressed,
+        fb[ZP_NFB], ns_comp, ns_decomp, flt, elems;
+    atomic_int nranks, dtsize;
+    unsigned nsamples;
+    double raw[ZP_NRUNG], comp[ZP_NRUNG], ns_c[ZP_NRUNG], ns_d[ZP_NRUNG], err[ZP_NRUNG];
+} zp_slot;
 
 /* The process state of the preload library. An interposer has exactly one
  * instance per process (the dynamic linker loads libzmpi_preload.so once and
@@ -28,9 +43,15 @@ static struct {
     _Atomic unsigned long long calls[ZP_NCALLS];
     _Atomic unsigned long long ns[ZP_NCALLS];
     _Atomic unsigned long long bytes[ZP_NCALLS];
+    zp_slot sites[ZP_MAXSITES];
     atomic_int off;          /* MPI_Pcontrol(0): calls are not recorded */
+    atomic_int route;        /* the ZMPI_ paths run (compression configured on some rank) */
+    int profile_only, samples;
+    ZMPI_Config cfg;
+    pthread_mutex_t sample_lock;
+    atomic_int reports;      /* reports written so far */
     _Atomic uint64_t t_init; /* zp_clock() when MPI_Init(_thread) returned; 0 before */
-} zp;
+} zp = {.sample_lock = PTHREAD_MUTEX_INITIALIZER};
 
 uint64_t zp_clock(void)
 {
@@ -39,26 +60,301 @@ uint64_t zp_clock(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void zp_record(int call, uint64_t ns, unsigned long long bytes)
+static void max_update(_Atomic unsigned long long *a, unsigned long long v)
 {
+    unsigned long long cur = atomic_load_explicit(a, memory_order_relaxed);
+    while (cur < v && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+static void add(_Atomic unsigned long long *a, unsigned long long v)
+{
+    atomic_fetch_add_explicit(a, v, memory_order_relaxed);
+}
+
+/* The slot of (call, addr), taken if new; NULL when the table is full. */
+static zp_slot *slot_of(int call, void *addr)
+{
+    const uint64_t key = ((uint64_t)(call + 1) << 48) | ((uint64_t)(uintptr_t)addr & ZP_ADDR_MASK);
+    const size_t h = (size_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 52); /* 12 bits: ZP_MAXSITES */
+    for (size_t i = 0; i < ZP_MAXSITES; i++) {
+        zp_slot *s = &zp.sites[(h + i) & (ZP_MAXSITES - 1)];
+        uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (k == 0 && atomic_compare_exchange_strong(&s->key, &k, key))
+            return s;
+        if (k == key)
+            return s;
+    }
+    return NULL;
+}
+
+/* The site a call is counted at: its own, or for a call through an MPI
+ * language binding the program's site above it. */
+static zp_slot *site_of(int call, void *ra)
+{
+    zp_slot *s = slot_of(call, ra);
+    if (!s)
+        return NULL;
+    int kind = atomic_load_explicit(&s->kind, memory_order_relaxed), binding = 0;
+    void *caller = NULL;
+    if (kind == 0 || kind == 2)
+        caller = zp_caller(ra, &binding);
+    if (kind == 0) {
+        kind = binding ? 2 : 1;
+        atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
+    }
+    if (kind == 1)
+        return s;
+    zp_slot *up = slot_of(call, caller);
+    if (up && atomic_load_explicit(&up->kind, memory_order_relaxed) == 0)
+        atomic_store_explicit(&up->kind, 1, memory_order_relaxed);
+    return up;
+}
+
+void zp_begin(zp_frame *f, int call, void *ra, MPI_Comm comm)
+{
+    f->call = call;
+    f->ra = ra;
+    f->comm = comm;
+    f->route = atomic_load_explicit(&zp.route, memory_order_relaxed);
+    f->have_stats = f->route && comm != MPI_COMM_NULL && !atomic_load_explicit(&zp.off, memory_order_relaxed) &&
+                    ZMPI_Comm_get_stats(comm, &f->before) == MPI_SUCCESS;
+    f->t0 = zp_clock();
+}
+
+/* What zmpi did in the call: the differences of comm's statistics. */
+static void add_zmpi(zp_slot *s, const zp_frame *f, unsigned long long bytes)
+{
+    ZMPI_Stats a;
+    if (!f->have_stats || ZMPI_Comm_get_stats(f->comm, &a) != MPI_SUCCESS) {
+        add(&s->wire, bytes);
+        return;
+    }
+    const ZMPI_Stats *b = &f->before;
+    unsigned long long raw = a.bytes_raw - b->bytes_raw, sent = a.bytes_sent - b->bytes_sent;
+    add(&s->wire, bytes >= raw ? bytes - raw + sent : sent);
+    add(&s->compressed, a.compressed != b->compressed); /* calls that moved compressed data */
+    add(&s->fb[ZP_FB_TYPE], a.fallback_type - b->fallback_type);
+    add(&s->fb[ZP_FB_SMALL], a.fallback_small - b->fallback_small);
+    add(&s->fb[ZP_FB_CONFIG], a.fallback_config - b->fallback_config);
+    add(&s->fb[ZP_FB_MODEL], a.fallback_model - b->fallback_model);
+    add(&s->fb[ZP_FB_CODEC], a.codec_errors - b->codec_errors);
+    add(&s->ns_comp, a.ns_compress - b->ns_compress);
+    add(&s->ns_decomp, a.ns_decompress - b->ns_decompress);
+}
+
+static void add_sample(zp_slot *s, const zp_sample *x)
+{
+    pthread_mutex_lock(&zp.sample_lock);
+    s->nsamples++;
+    for (int r = 0; r < ZP_NRUNG; r++) {
+        s->raw[r] += x->raw[r];
+        s->comp[r] += x->comp[r];
+        s->ns_c[r] += x->ns_c[r];
+        s->ns_d[r] += x->ns_d[r];
+        s->err[r] = x->err[r] > s->err[r] ? x->err[r] : s->err[r];
+    }
+    pthread_mutex_unlock(&zp.sample_lock);
+    atomic_store_explicit(&s->dtsize, x->dtsize, memory_order_relaxed);
+}
+
+/* A sending call: its bytes, and its data when zmpi can compress it. */
+static void add_send(zp_slot *s, const zp_frame *f, unsigned long long bytes, const void *buf, int count,
+                     MPI_Datatype type)
+{
+    int flag = 0, n = 0;
+    add(&s->sends, 1);
+    add(&s->bytes, bytes);
+    max_update(&s->bytes_max, bytes);
+    max_update(&s->bytes_min_c, ~bytes);
+    add(&s->elems, count > 0 ? (unsigned long long)count : 0);
+    if (f->comm != MPI_COMM_NULL && PMPI_Comm_size(f->comm, &n) == MPI_SUCCESS)
+        atomic_store_explicit(&s->nranks, n, memory_order_relaxed);
+    if (!buf || buf == MPI_IN_PLACE || ZMPI_Type_compressible(type, &flag) != MPI_SUCCESS || !flag)
+        return;
+    unsigned long long nth = atomic_fetch_add_explicit(&s->flt, 1, memory_order_relaxed) + 1;
+    pthread_mutex_lock(&zp.sample_lock);
+    unsigned taken = s->nsamples;
+    pthread_mutex_unlock(&zp.sample_lock);
+    zp_sample x;
+    if (zp_sample_due(nth, taken, zp.samples) && zp_sample_take(buf, count, type, f->comm, &x))
+        add_sample(s, &x);
+}
+
+void zp_end(zp_frame *f, int rc, unsigned long long bytes, const void *buf, int count, MPI_Datatype datatype)
+{
+    const uint64_t ns = zp_clock() - f->t0;
+    const int call = f->call;
     if (call < 0 || call >= ZP_NCALLS || atomic_load_explicit(&zp.off, memory_order_relaxed))
         return;
-    atomic_fetch_add_explicit(&zp.calls[call], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&zp.ns[call], ns, memory_order_relaxed);
+    if (rc != MPI_SUCCESS)
+        bytes = 0;
+    add(&zp.calls[call], 1);
+    add(&zp.ns[call], ns);
+    add(&zp.bytes[call], bytes);
+    zp_slot *s = site_of(call, f->ra);
+    if (!s)
+        return;
+    add(&s->count, 1);
+    add(&s->ns, ns);
+    max_update(&s->ns_max, ns);
+    max_update(&s->ns_min_c, ~(unsigned long long)ns);
+    add_zmpi(s, f, bytes);
     if (bytes)
-        atomic_fetch_add_explicit(&zp.bytes[call], bytes, memory_order_relaxed);
+        add_send(s, f, bytes, buf, count, datatype);
 }
+
+/* ---- reading and resetting ---- */
+
+static void read_slot(zp_slot *s, zp_measure *m)
+{
+    memset(m, 0, sizeof *m);
+    m->count = atomic_load(&s->count);
+    m->ns = atomic_load(&s->ns);
+    m->ns_max = atomic_load(&s->ns_max);
+    m->ns_min = ~atomic_load(&s->ns_min_c);
+    m->sends = atomic_load(&s->sends);
+    m->bytes = atomic_load(&s->bytes);
+    m->bytes_max = atomic_load(&s->bytes_max);
+    m->bytes_min = m->sends ? ~atomic_load(&s->bytes_min_c) : 0;
+    m->wire = atomic_load(&s->wire);
+    m->compressed = atomic_load(&s->compressed);
+    for (int k = 0; k < ZP_NFB; k++)
+        m->fb[k] = atomic_load(&s->fb[k]);
+    m->ns_comp = atomic_load(&s->ns_comp);
+    m->ns_decomp = atomic_load(&s->ns_decomp);
+    m->flt = atomic_load(&s->flt);
+    m->elems = atomic_load(&s->elems);
+    m->nranks = atomic_load(&s->nranks);
+    m->dtsize = atomic_load(&s->dtsize);
+    if (!m->count)
+        m->ns_min = 0;
+    pthread_mutex_lock(&zp.sample_lock);
+    m->nsamples = s->nsamples;
+    memcpy(m->raw, s->raw, sizeof m->raw);
+    memcpy(m->comp, s->comp, sizeof m->comp);
+    memcpy(m->ns_c, s->ns_c, sizeof m->ns_c);
+    memcpy(m->ns_d, s->ns_d, sizeof m->ns_d);
+    memcpy(m->err, s->err, sizeof m->err);
+    pthread_mutex_unlock(&zp.sample_lock);
+}
+
+zp_local_site *zp_sites_snapshot(size_t *n)
+{
+    size_t k = 0;
+    zp_local_site *out = malloc(sizeof *out * ZP_MAXSITES);
+    for (size_t i = 0; out && i < ZP_MAXSITES; i++) {
+        zp_slot *s = &zp.sites[i];
+        uint64_t key = atomic_load(&s->key);
+        if (!key || atomic_load(&s->kind) != 1 || !atomic_load(&s->count))
+            continue;
+        out[k].call = (int)(key >> 48) - 1;
+        out[k].addr = (void *)(uintptr_t)(key & ZP_ADDR_MASK);
+        read_slot(s, &out[k].m);
+        k++;
+    }
+    *n = out ? k : 0;
+    return out;
+}
+
+void zp_sites_reset(void)
+{
+    for (int i = 0; i < ZP_NCALLS; i++) {
+        atomic_store(&zp.calls[i], 0);
+        atomic_store(&zp.ns[i], 0);
+        atomic_store(&zp.bytes[i], 0);
+    }
+    pthread_mutex_lock(&zp.sample_lock);
+    for (size_t i = 0; i < ZP_MAXSITES; i++) {
+        zp_slot *s = &zp.sites[i];
+        _Atomic unsigned long long *c[] = {&s->count, &s->ns, &s->ns_max, &s->ns_min_c, &s->sends, &s->bytes,
+                                           &s->bytes_max, &s->bytes_min_c, &s->wire, &s->compressed,
+                                           &s->ns_comp, &s->ns_decomp, &s->flt, &s->elems};
+        for (size_t j = 0; j < sizeof c / sizeof c[0]; j++)
+            atomic_store(c[j], 0);
+        for (int j = 0; j < ZP_NFB; j++)
+            atomic_store(&s->fb[j], 0);
+        s->nsamples = 0;
+        memset(s->raw, 0, sizeof s->raw);
+        memset(s->comp, 0, sizeof s->comp);
+        memset(s->ns_c, 0, sizeof s->ns_c);
+        memset(s->ns_d, 0, sizeof s->ns_d);
+        memset(s->err, 0, sizeof s->err);
+    }
+    pthread_mutex_unlock(&zp.sample_lock);
+    atomic_store(&zp.t_init, zp_clock());
+}
+
+/* The per-MPI-function totals of this process (the report's "calls"). */
+void zp_call_totals(unsigned long long *calls, unsigned long long *bytes, double *seconds)
+{
+    for (int i = 0; i < ZP_NCALLS; i++) {
+        calls[i] = atomic_load(&zp.calls[i]);
+        bytes[i] = atomic_load(&zp.bytes[i]);
+        seconds[i] = (double)atomic_load(&zp.ns[i]) * 1e-9;
+    }
+}
+
+/* ---- settings ---- */
 
 void zp_set_profiling(int on)
 {
     atomic_store(&zp.off, !on);
 }
 
-void zp_mark_init(void)
+int zp_report_index(void)
+{
+    return atomic_fetch_add(&zp.reports, 1);
+}
+
+int zp_routing(void)
+{
+    return atomic_load_explicit(&zp.route, memory_order_relaxed);
+}
+
+int zp_profile_only(void)
+{
+    return zp.profile_only;
+}
+
+const ZMPI_Config *zp_config(void)
+{
+    return &zp.cfg;
+}
+
+double zp_app_time(void)
+{
+    uint64_t t = atomic_load(&zp.t_init);
+    return t ? (double)(zp_clock() - t) * 1e-9 : 0.0;
+}
+
+/* A non-negative integer setting, or def when unset (check_settings has
+ * rejected malformed values before). */
+static int int_setting(const char *name, int def)
+{
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : def;
+}
+
+int zp_init(void)
 {
     uint64_t zero = 0;
     atomic_compare_exchange_strong(&zp.t_init, &zero, zp_clock());
+    if (ZMPI_Config_from_env(&zp.cfg, NULL) != MPI_SUCCESS)
+        memset(&zp.cfg, 0, sizeof zp.cfg);
+    zp.profile_only = int_setting("ZMPI_PROFILE_ONLY", 0) != 0;
+    zp.samples = int_setting("ZMPI_SAMPLES", 8);
+    int kind = zmpi_codec_kind(zp.cfg.codec);
+    int on = !zp.profile_only && (zp.cfg.eb_mode != ZMPI_EB_NONE ||
+                                  (kind >= 0 && kind != ZMPI_KIND_BOUNDED && zp.cfg.codec != ZMPI_CODEC_STORED));
+    /* a receiver decodes what any rank compressed: if one rank compresses, all take the ZMPI_ paths */
+    int any = 0;
+    int rc = PMPI_Allreduce(&on, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    atomic_store(&zp.route, rc == MPI_SUCCESS && any);
+    return rc;
 }
+
+/* ---- bytes ---- */
 
 unsigned long long zp_bytes(int count, MPI_Datatype datatype)
 {
@@ -102,193 +398,4 @@ int zp_is_root(int root, MPI_Comm comm)
     if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
         return 0;
     return PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == root;
-}
-
-/* ---- the report ---- */
-
-/* The command line from /proc/self/cmdline, arguments separated by spaces
- * (malloc'd; NULL if unreadable), and in *exe the start of the program's
- * base name within it (up to the first space). */
-static char *command_line(size_t *exe_len, const char **exe)
-{
-    FILE *f = fopen("/proc/self/cmdline", "rb");
-    size_t cap = 4096, n = 0;
-    char *s = f ? malloc(cap) : NULL;
-    while (s) {
-        n += fread(s + n, 1, cap - 1 - n, f);
-        if (n < cap - 1)
-            break;
-        char *t = realloc(s, cap * 2);
-        if (!t) {
-            free(s);
-            s = NULL;
-            break;
-        }
-        s = t;
-        cap *= 2;
-    }
-    if (f)
-        fclose(f);
-    if (!s || n == 0) {
-        free(s);
-        return NULL;
-    }
-    while (n > 0 && s[n - 1] == '\0')
-        n--;
-    s[n] = '\0';
-    size_t first = strlen(s); /* argv[0] */
-    const char *base = s;
-    for (size_t i = 0; i < first; i++)
-        if (s[i] == '/')
-            base = s + i + 1;
-    *exe = base;
-    *exe_len = (size_t)(s + first - base);
-    for (size_t i = 0; i < n; i++)
-        if (s[i] == '\0')
-            s[i] = ' ';
-    return s;
-}
-
-static void json_string(FILE *f, const char *s, size_t len)
-{
-    fputc('"', f);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-/* The zmpi statistics of MPI_COMM_WORLD that the report carries. */
-enum { ZS_CALLS, ZS_COMPRESSED, ZS_BYTES_RAW, ZS_BYTES_SENT, ZS_N };
-static const char *const zs_names[ZS_N] = {"calls", "compressed", "bytes_raw", "bytes_sent"};
-
-/* What the ranks sum (and rank 0 writes): unsigned counters in u, seconds
- * in d, each one array for one reduction. */
-enum { U_CALLS = 0, U_BYTES = ZP_NCALLS, U_ZS = 2 * ZP_NCALLS, U_N = 2 * ZP_NCALLS + ZS_N };
-enum { D_TIME = 0, D_APP = ZP_NCALLS, D_MPI = ZP_NCALLS + 1, D_N = ZP_NCALLS + 2 };
-typedef struct {
-    unsigned long long u[U_N];
-    double d[D_N];
-    double app_max; /* the longest rank's application time */
-} totals;
-
-/* mkdir -p: creates dir and its missing parents; 0, or -1 with errno. */
-static int make_dirs(const char *dir)
-{
-    size_t n = strlen(dir);
-    char *p = malloc(n + 1);
-    int rc = 0;
-    if (!p)
-        return -1;
-    memcpy(p, dir, n + 1);
-    for (size_t i = 1; i <= n && rc == 0; i++) {
-        if (p[i] != '/' && p[i] != '\0')
-            continue;
-        char c = p[i];
-        p[i] = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST)
-            rc = -1;
-        p[i] = c;
-    }
-    free(p);
-    return rc;
-}
-
-static int write_report(const char *dir, int nranks, const totals *t)
-{
-    const char *exe = "unknown";
-    size_t exe_len = strlen(exe);
-    char *cmd = command_line(&exe_len, &exe);
-    int len = snprintf(NULL, 0, "%s/%.*s.%d.%ld.zmpi.json", dir, (int)exe_len, exe, nranks, (long)getpid());
-    char *path = len > 0 ? malloc((size_t)len + 1) : NULL;
-    FILE *f = NULL;
-    int rc = MPI_SUCCESS;
-    if (path) {
-        snprintf(path, (size_t)len + 1, "%s/%.*s.%d.%ld.zmpi.json", dir, (int)exe_len, exe, nranks,
-                 (long)getpid());
-        if (make_dirs(dir) == 0)
-            f = fopen(path, "w");
-    }
-    if (!f) {
-        fprintf(stderr, "zmpi: ZMPI_REPORT=%s: cannot write %s: %s\n", dir, path ? path : "the report",
-                path ? strerror(errno) : "out of memory");
-        free(path);
-        free(cmd);
-        return MPI_ERR_IO;
-    }
-    fprintf(f, "{\"version\": 1, \"command\": ");
-    json_string(f, cmd ? cmd : "", cmd ? strlen(cmd) : 0);
-    fprintf(f, ", \"ranks\": %d, \"app_time_s\": %.9g, \"app_time_max_s\": %.9g, \"mpi_time_s\": %.9g,\n",
-            nranks, t->d[D_APP], t->app_max, t->d[D_MPI]);
-    fprintf(f, " \"zmpi\": {\"comm\": \"MPI_COMM_WORLD\"");
-    for (int k = 0; k < ZS_N; k++)
-        fprintf(f, ", \"%s\": %llu", zs_names[k], t->u[U_ZS + k]);
-    fprintf(f, "},\n \"calls\": [");
-    const char *sep = "";
-    for (int i = 0; i < ZP_NCALLS; i++) {
-        if (!t->u[U_CALLS + i])
-            continue;
-        fprintf(f, "%s\n  {\"call\": \"%s\", \"count\": %llu, \"time_s\": %.9g, \"bytes\": %llu}", sep,
-                zp_call_names[i], t->u[U_CALLS + i], t->d[D_TIME + i], t->u[U_BYTES + i]);
-        sep = ",";
-    }
-    fprintf(f, "\n ]}\n");
-    if (fclose(f) != 0) {
-        fprintf(stderr, "zmpi: ZMPI_REPORT=%s: cannot write %s: %s\n", dir, path, strerror(errno));
-        rc = MPI_ERR_IO;
-    }
-    free(path);
-    free(cmd);
-    return rc;
-}
-
-int zp_report(void)
-{
-    const uint64_t t_end = zp_clock();
-    int rank = 0, nranks = 1, want = 0, rc;
-    if (PMPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS ||
-        PMPI_Comm_size(MPI_COMM_WORLD, &nranks) != MPI_SUCCESS)
-        return MPI_SUCCESS;
-    /* rank 0's environment decides, so that every rank joins the reductions or none */
-    const char *dir = getenv("ZMPI_REPORT");
-    want = dir && *dir;
-    if (PMPI_Bcast(&want, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS || !want)
-        return MPI_SUCCESS;
-
-    totals mine, sum;
-    memset(&mine, 0, sizeof mine);
-    memset(&sum, 0, sizeof sum);
-    const uint64_t t_init = atomic_load(&zp.t_init);
-    mine.d[D_APP] = t_init ? (double)(t_end - t_init) * 1e-9 : 0.0;
-    for (int i = 0; i < ZP_NCALLS; i++) {
-        mine.u[U_CALLS + i] = atomic_load(&zp.calls[i]);
-        mine.u[U_BYTES + i] = atomic_load(&zp.bytes[i]);
-        mine.d[D_TIME + i] = (double)atomic_load(&zp.ns[i]) * 1e-9;
-        if (i != ZP_MPI_Init && i != ZP_MPI_Init_thread) /* before the application's time */
-            mine.d[D_MPI] += mine.d[D_TIME + i];
-    }
-    ZMPI_Stats st;
-    if (ZMPI_Comm_get_stats(MPI_COMM_WORLD, &st) == MPI_SUCCESS) {
-        mine.u[U_ZS + ZS_CALLS] = st.calls;
-        mine.u[U_ZS + ZS_COMPRESSED] = st.compressed;
-        mine.u[U_ZS + ZS_BYTES_RAW] = st.bytes_raw;
-        mine.u[U_ZS + ZS_BYTES_SENT] = st.bytes_sent;
-    }
-    rc = PMPI_Reduce(mine.u, sum.u, U_N, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Reduce(mine.d, sum.d, D_N, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Reduce(&mine.d[D_APP], &sum.app_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (rc != MPI_SUCCESS || rank != 0)
-        return rc;
-    rc = write_report(dir, nranks, &sum);
-    if (rc != MPI_SUCCESS)
-        PMPI_Comm_call_errhandler(MPI_COMM_WORLD, rc);
-    return rc;
 }

@@ -1,10 +1,13 @@
 /*
- * preload/profile.h - the profile of libzmpi_preload.so: per MPI function,
- * calls, nanoseconds inside and bytes the calls asked to send.
+ * preload/profile.h - the profile of libzmpi_preload.so: per call site (the
+ * MPI function and the program's address that called it), calls,
+ * nanoseconds inside, bytes the calls asked to send, what zmpi did with them,
+ * and samples of the data for the advisor.
  *
- * The counters are C11 atomics updated with relaxed order, so wrappers may
- * run on any number of threads at once (MPI_THREAD_MULTIPLE); MPI_Finalize
- * reads them once every other thread is out of MPI.
+ * Every wrapper brackets its call with zp_begin / zp_end. The counters are
+ * C11 atomics updated with relaxed order, so wrappers may run on any number
+ * of threads at once (MPI_THREAD_MULTIPLE); the report reads them once every
+ * other thread is out of MPI.
  */
 #ifndef ZMPI_PRELOAD_PROFILE_H
 #define ZMPI_PRELOAD_PROFILE_H
@@ -12,16 +15,32 @@
 #include <mpi.h>
 #include <stdint.h>
 
+#include <zmpi/zmpi.h>
+
 /* The wrappers are the library's only exports (built with hidden visibility). */
 #define ZP_EXPORT __attribute__((visibility("default")))
 
+/* One wrapped call in progress. */
+typedef struct {
+    int call;       /* enum zp_call */
+    void *ra;       /* the return address: where the program called */
+    MPI_Comm comm;  /* the call's communicator, MPI_COMM_NULL if none */
+    int route;      /* 1: the ZMPI_ implementation runs (compression is on) */
+    int have_stats; /* before holds comm's zmpi statistics before the call */
+    uint64_t t0;
+    ZMPI_Stats before;
+} zp_frame;
+
+/* Starts a call: ra is __builtin_return_address(0) of the wrapper. Sets
+ * f->route for the wrappers of calls zmpi implements. */
+void zp_begin(zp_frame *f, int call, void *ra, MPI_Comm comm);
+/* Ends it: rc the call's result, bytes what it asked to send (0 if
+ * nothing), and the data it sent (buf, count elements of datatype per
+ * destination; buf NULL if none or not sampled) for the advisor. */
+void zp_end(zp_frame *f, int rc, unsigned long long bytes, const void *buf, int count, MPI_Datatype datatype);
+
 /* Monotonic time in nanoseconds (clock_gettime(CLOCK_MONOTONIC)). */
 uint64_t zp_clock(void);
-
-/* Adds one call of profiled function `call` (an enum zp_call), ns
- * nanoseconds inside it, and bytes asked to send. Does nothing while
- * profiling is off (MPI_Pcontrol(0)). */
-void zp_record(int call, uint64_t ns, unsigned long long bytes);
 
 /* count x PMPI_Type_size_x(datatype); 0 for a negative count, a null or
  * invalid datatype. */

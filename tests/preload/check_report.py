@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the profile libzmpi_preload.so wrote for a run of preload_prog.
 
-    check_report.py DIR NRANKS compressed|plain
+    check_report.py DIR NRANKS compressed|plain|profile
 
 DIR must hold exactly one *.zmpi.json. It must parse, name NRANKS ranks, and
 list exactly the MPI calls preload_prog makes (its header comment; none
@@ -10,8 +10,18 @@ their counts summed over the ranks: any other call (MPI_Comm_dup,
 MPI_Comm_get_attr, ... that zmpi makes through PMPI_) would be zmpi's own
 traffic counted. MPI_Send's bytes must be what the program asked to send.
 compressed: zmpi's MPI_COMM_WORLD statistics must show compressed messages
-with fewer bytes sent than raw; plain: none compressed.
+with fewer bytes sent than raw; plain and profile (ZMPI_PROFILE_ONLY=1): none
+compressed.
+
+The call sites (check_sites): the JSON's "sites" hold the keys tools read,
+their counts add up to the calls', the MPI_Send sites are located at
+preload_prog.c:<line> in main (the program is built with -g), compressed
+sites sent fewer bytes than raw, every sampled error is within the bound,
+and the advisor's verdicts are what the data implies (float sends sampled
+with ratio > 1; the MPI_INT Allreduce "not floating point"). The text file
+has mpiP's header lines and section headings in mpiP's order, then zmpi's.
 """
+import math
 import glob
 import json
 import sys
@@ -59,9 +69,69 @@ def main():
             errors.append(f"zmpi statistics show no compression: {z}")
     elif z["compressed"] != 0 or z["bytes_raw"] != 0:
         errors.append(f"zmpi compressed without settings: {z}")
+    errors += check_sites(r, mode, got)
+    errors += check_text(files[0][: -len(".json")] + ".txt")
     if errors:
         sys.exit("check_report: " + files[0] + ":\n  " + "\n  ".join(errors))
     print(f"check_report: {name}: {len(got)} calls as expected; zmpi: {z}")
+
+
+SITE_KEYS = {"id", "call", "location", "function", "count", "time_s", "bytes", "bytes_wire", "compressed_calls",
+             "fallbacks", "max_err_over_eb", "advice"}
+VERDICTS = {"compress", "not worth it", "too small", "not floating point", "pass-through"}
+HEADINGS = ["@ mpiP", "@ Command :", "@ Version", "@ Collector Rank", "@ MPI Task Assignment",
+            "@--- MPI Time (seconds) ", "@--- Callsites: ", "@--- Aggregate Time (top twenty, descending, milliseconds) ",
+            "@--- Aggregate Sent Message Size (top twenty, descending, bytes) ",
+            "@--- Callsite Time statistics (all, milliseconds): ",
+            "@--- Callsite Message Sent statistics (all, sent bytes) ", "@--- zmpi Compression",
+            "@--- zmpi Advisor", "@--- End of Report"]
+
+
+def check_sites(r, mode, calls):
+    errors, per_call = [], {}
+    for s in r.get("sites", []):
+        if not SITE_KEYS <= set(s):
+            errors.append(f"site {s.get('id')}: keys {sorted(SITE_KEYS - set(s))} missing")
+            continue
+        per_call[s["call"]] = per_call.get(s["call"], 0) + s["count"]
+        if s["max_err_over_eb"] is not None and s["max_err_over_eb"] > 1:
+            errors.append(f"site {s['id']} {s['call']}: sampled error {s['max_err_over_eb']} times the bound")
+        a = s["advice"]
+        if a is not None and a["verdict"] not in VERDICTS:
+            errors.append(f"site {s['id']}: verdict {a['verdict']!r}")
+        if mode != "compressed" and (s["compressed_calls"] or s["bytes_wire"] != s["bytes"]):
+            errors.append(f"site {s['id']} {s['call']}: compressed without settings")
+    if per_call != calls:
+        errors.append(f"sites' counts per call {per_call} differ from the calls' {calls}")
+    sends = [s for s in r.get("sites", []) if s["call"] == "MPI_Send"]
+    for s in sends:
+        if not (s["location"].startswith("preload_prog.c:") and s["function"] == "main"):
+            errors.append(f"MPI_Send site at {s['location']} in {s['function']}, expected preload_prog.c:<line> in main")
+        a = s["advice"]
+        if not a or a["samples"] < 1 or not a["ratio"] > 1 or len(a["ladder"]) != 6:
+            errors.append(f"MPI_Send site {s['id']}: advice {a}")
+        if mode == "compressed" and not (s["compressed_calls"] == s["count"] and s["bytes_wire"] < s["bytes"]):
+            errors.append(f"MPI_Send site {s['id']} not compressed: {s}")
+    ints = [s for s in r.get("sites", []) if s["call"] == "MPI_Allreduce" and s["bytes"] == 4 * r["ranks"]]
+    if len(ints) != 1 or ints[0]["advice"]["verdict"] != "not floating point":
+        errors.append(f"the MPI_INT Allreduce site: {ints}")
+    return errors
+
+
+def check_text(path):
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        return [f"{path}: {e}"]
+    at, errors = 0, []
+    for h in HEADINGS:
+        i = text.find("\n" + h, at - 1) if at else (0 if text.startswith(h) else -1)
+        if i < 0:
+            errors.append(f"{path}: no {h!r} after position {at}")
+        else:
+            at = i + 1
+    return errors
 
 
 if __name__ == "__main__":

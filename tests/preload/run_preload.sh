@@ -8,8 +8,12 @@
 #   exact     LD_PRELOAD, no ZMPI_ setting: exact results, as without it
 #   eb        LD_PRELOAD, ZMPI_EB=1e-3 ZMPI_EB_MODE=abs, ZMPI_REPORT: float
 #             results within 1e-3, MPI_INT exact, the report shows compression
+#   lossless  LD_PRELOAD, ZMPI_CODEC=zstd (no bound), ZMPI_REPORT: exact
+#             results, the report shows compression
 #   report    LD_PRELOAD, ZMPI_REPORT only: exact results, the report's
 #             counts are the program's calls and nothing was compressed
+#   profile   LD_PRELOAD, ZMPI_PROFILE_ONLY=1 with a bound: exact results,
+#             nothing compressed, the advisor sampled at the bound
 # Every ZMPI_ variable of the caller's environment is removed first. The
 # variables reach the ranks through `env` in the launched command line
 # (mpiexec -n N env LD_PRELOAD=... prog), whatever the launcher forwards.
@@ -28,8 +32,15 @@ case $mode in
         "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_EB=1e-3 ZMPI_EB_MODE=abs ZMPI_REPORT="$dir/report" \
             "$prog" 1e-3 --expect-preload
         "$python" "$check" "$dir/report" "$n" compressed ;;
+    lossless)
+        "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_CODEC=zstd ZMPI_REPORT="$dir/report" "$prog" 0 --expect-preload
+        "$python" "$check" "$dir/report" "$n" compressed ;;
     report)
         "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_REPORT="$dir/report" "$prog" 0 --expect-preload
         "$python" "$check" "$dir/report" "$n" plain ;;
+    profile)
+        "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_PROFILE_ONLY=1 ZMPI_EB=1e-3 ZMPI_EB_MODE=abs \
+            ZMPI_REPORT="$dir/report" "$prog" 0 --expect-preload
+        "$python" "$check" "$dir/report" "$n" profile ;;
     *) echo "run_preload.sh: unknown mode $mode" >&2; exit 2 ;;
 esac

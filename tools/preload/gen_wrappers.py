@@ -11,15 +11,20 @@ function neither hand-written nor skipped,
 
     RET MPI_Name(PARAMS)
     {
-        uint64_t zp_t0 = zp_clock();
-        RET zp_rc = PMPI_Name(ARGS);          (ZMPI_Name for a zmpi mark)
-        uint64_t zp_t1 = zp_clock();
-        zp_record(ZP_MPI_Name, zp_t1 - zp_t0, BYTES);
+        zp_frame zp_f;
+        zp_begin(&zp_f, ZP_MPI_Name, __builtin_return_address(0), COMM);
+        RET zp_rc = PMPI_Name(ARGS);
+        zp_end(&zp_f, RC, BYTES, DATA);
         return zp_rc;
     }
 
-where BYTES is the expression of the function's bytes= mark (0 without one),
-evaluated after the call and only when it returned MPI_SUCCESS. Python 3
+For a zmpi mark the call is `zp_f.route ? ZMPI_Name(ARGS) : PMPI_Name(ARGS)`
+and COMM is the function's communicator (MPI_COMM_NULL otherwise); RC is
+zp_rc for a function returning int (MPI_SUCCESS otherwise); BYTES is the
+expression of the function's bytes= mark (0 without one), evaluated after
+the call and only when it returned MPI_SUCCESS; DATA is `BUF, COUNT, TYPE`
+of a data=BUF mark (the bytes= mark's count and type: the advisor samples
+the data), `NULL, 0, MPI_DATATYPE_NULL` without one. Python 3
 standard library only; the output depends on LIST alone. Exits with a
 message naming the line for a malformed line.
 """
@@ -73,7 +78,7 @@ def parse(path):
                 if not m:
                     raise ListError("not 'RETURN_TYPE MPI_Name(PARAMETERS) [| MARK ...]'")
                 fn = {"ret": m.group("ret"), "name": m.group("name"), "params": m.group("params").strip(),
-                      "hand": False, "skip": False, "zmpi": False, "only": None, "bytes": None}
+                      "hand": False, "skip": False, "zmpi": False, "only": None, "bytes": None, "data": None}
                 if fn["name"] in names:
                     raise ListError(f"{fn['name']} listed twice")
                 names.add(fn["name"])
@@ -82,6 +87,10 @@ def parse(path):
                         fn[mark] = True
                     elif mark in ("only=mpich", "only=openmpi"):
                         fn["only"] = mark[5:]
+                    elif mark.startswith("data="):
+                        fn["data"] = mark[5:]
+                        if not re.match(r"^\w+$", fn["data"]):
+                            raise ListError(f"malformed mark '{mark}'")
                     elif mark.startswith("bytes="):
                         b = BYTES.match(mark[6:])
                         if not b:
@@ -101,6 +110,8 @@ def parse(path):
                         raise ListError("a variadic function must be hand-written")
                 if fn["bytes"]:
                     check_bytes(fn)
+                if fn["data"] and (not fn["bytes"] or (fn["args"] is not None and fn["data"] not in fn["args"])):
+                    raise ListError(f"data={fn['data']} needs a bytes= mark and names a parameter")
                 funcs.append(fn)
             except ListError as e:
                 sys.exit(f"{path}:{lineno}: {e}")
@@ -178,13 +189,25 @@ def write_c(funcs, path, header):
     for fn in funcs:
         if fn["skip"] or fn["hand"]:
             continue
-        target = ("ZMPI_" if fn["zmpi"] else "PMPI_") + fn["name"][4:]
+        args = ", ".join(fn["args"])
+        call = f"PMPI_{fn['name'][4:]}({args})"
+        comm = "MPI_COMM_NULL"
+        if fn["zmpi"]:
+            call = f"zp_f.route ? ZMPI_{fn['name'][4:]}({args}) : {call}"
+            try:
+                comm = comm_param(fn)
+            except ListError:
+                pass
+        data = "NULL, 0, MPI_DATATYPE_NULL"
+        if fn["data"]:
+            data = f"{fn['data']}, {fn['bytes'].group('count')}, {fn['bytes'].group('type')}"
+        rc = "zp_rc" if fn["ret"] == "int" else "MPI_SUCCESS"
         body = [f"ZP_EXPORT {fn['ret']} {fn['name']}({fn['params']})",
                 "{",
-                "    const uint64_t zp_t0 = zp_clock();",
-                f"    {fn['ret']} zp_rc = {target}({', '.join(fn['args'])});",
-                "    const uint64_t zp_t1 = zp_clock();",
-                f"    zp_record(ZP_{fn['name']}, zp_t1 - zp_t0, {bytes_expr(fn)});",
+                "    zp_frame zp_f;",
+                f"    zp_begin(&zp_f, ZP_{fn['name']}, __builtin_return_address(0), {comm});",
+                f"    {fn['ret']} zp_rc = {call};",
+                f"    zp_end(&zp_f, {rc}, {bytes_expr(fn)}, {data});",
                 "    return zp_rc;",
                 "}"]
         if fn["only"]:
