@@ -121,6 +121,19 @@ ZMPI_API int ZMPI_Setting_info(int index, const char **name, const char **defaul
  * NULL) for a malformed value or a name that is not a zmpi setting. Local;
  * needs no MPI initialisation. */
 ZMPI_API int ZMPI_Setting_check(const char *name, const char *value, char *why, int cap);
+/* Reads a settings file (ZMPI_CONFIG=FILE of libzmpi_preload.so): one
+ * NAME=VALUE per line; blank lines and lines starting with # are skipped;
+ * spaces around NAME and VALUE are trimmed; every NAME must be a zmpi
+ * setting other than ZMPI_CONFIG, with a valid value (ZMPI_Setting_check).
+ * Calls each(name, value, arg) for every setting in file order when the
+ * whole file is valid (each may be NULL: a check only). Returns
+ * MPI_SUCCESS, MPI_ERR_FILE (unreadable) or MPI_ERR_ARG (a bad line), the
+ * reason with the file and line in why (cap bytes; may be NULL), or each's
+ * first non-zero result. Local; needs no MPI initialisation. */
+ZMPI_API int ZMPI_Config_file_read(const char *path, int (*each)(const char *name, const char *value, void *arg),
+                                   void *arg, char *why, int cap);
+/* ZMPI_Config_file_read(path, NULL, NULL, why, cap). */
+ZMPI_API int ZMPI_Config_file_check(const char *path, char *why, int cap);
 
 /* Sets the communicator's configuration. Collective over comm, like
  * MPI_Comm_set_info: every rank calls it. The ranks may set different

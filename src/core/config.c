@@ -11,6 +11,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -189,6 +190,71 @@ static int check_samples(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
     return parse_uint(v, 1u << 20, &d) ? 0 : say(msg, cap, "expected a number of samples per call site, 0 or more");
 }
 
+/* The calls whose data zmpi compresses when it sends (receives always
+ * decode what arrives): the names ZMPI_CALLS and ZMPI_EXCLUDE_CALLS take. */
+static const char *const send_calls[] = {"Send", "Ssend", "Isend", "Issend", "Bcast", "Scatter", "Scatterv",
+                                         "Gather", "Gatherv", "Allgather", "Allgatherv", "Alltoall", "Alltoallv",
+                                         "Reduce_scatter", "Reduce_scatter_block", "Allreduce", "Reduce"};
+
+/* Calls each item of a comma-separated list (no empty items, at most 127
+ * characters each) with item(s, msg, cap); 0 or the first item's -1. */
+static int each_item(const char *v, int (*item)(const char *s, char *msg, size_t cap), char *msg, size_t cap)
+{
+    char buf[128];
+    if (!*v)
+        return say(msg, cap, "an empty list");
+    while (*v) {
+        size_t n = strcspn(v, ",");
+        if (n == 0 || n >= sizeof buf)
+            return say(msg, cap, n ? "an item of more than 127 characters" : "an empty item in the list");
+        memcpy(buf, v, n);
+        buf[n] = '\0';
+        if (item(buf, msg, cap))
+            return -1;
+        v += n + (v[n] == ',');
+    }
+    return 0;
+}
+
+static int call_item(const char *s, char *msg, size_t cap)
+{
+    const char *n = strncmp(s, "MPI_", 4) ? s : s + 4;
+    for (size_t i = 0; i < sizeof send_calls / sizeof send_calls[0]; i++)
+        if (!strcmp(n, send_calls[i]))
+            return 0;
+    return say(msg, cap,
+               "%s: not a call zmpi compresses when sending (Send, Ssend, Isend, Issend and the blocking "
+               "collectives; receives always decode)",
+               s);
+}
+
+static int site_item(const char *s, char *msg, size_t cap)
+{
+    const char *colon = strrchr(s, ':');
+    unsigned long long line;
+    if (!colon || colon == s || !parse_uint(colon + 1, 1u << 30, &line) || line == 0)
+        return say(msg, cap, "%s: expected FILE:LINE (the call site's source file name and line)", s);
+    return 0;
+}
+
+static int check_calls(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    (void)cfg;
+    return each_item(v, call_item, msg, cap);
+}
+
+static int check_sites(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    (void)cfg;
+    return each_item(v, site_item, msg, cap);
+}
+
+static int check_config_file(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    (void)cfg;
+    return ZMPI_Config_file_check(v, msg, (int)(cap < INT_MAX ? cap : INT_MAX)) == MPI_SUCCESS ? 0 : -1;
+}
+
 static int set_chunk(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
 {
     unsigned long long d;
@@ -324,6 +390,18 @@ static const zmpi_setting settings[] = {
      NULL},
     {"ZMPI_PROFILE_ONLY", "0",
      "libzmpi_preload.so: 1 profiles and advises without compressing anything (every call is MPI's own)", check_flag},
+    {"ZMPI_CONFIG", "unset",
+     "libzmpi_preload.so: a file of settings, one NAME=VALUE per line (# comments); the environment's own values win",
+     check_config_file},
+    {"ZMPI_CALLS", "all",
+     "libzmpi_preload.so: the calls that compress, comma-separated (Send,Isend,Allreduce; the MPI_ prefix is optional): Send, Ssend, Isend, Issend and the blocking collectives zmpi implements",
+     check_calls},
+    {"ZMPI_EXCLUDE_CALLS", "none", "libzmpi_preload.so: calls that never compress (names as ZMPI_CALLS)", check_calls},
+    {"ZMPI_INCLUDE_SITES", "all",
+     "libzmpi_preload.so: only point-to-point sends at these call sites compress, FILE:LINE,... as the report names them",
+     check_sites},
+    {"ZMPI_EXCLUDE_SITES", "none",
+     "libzmpi_preload.so: point-to-point sends at these call sites (FILE:LINE,...) never compress", check_sites},
     {"ZMPI_SAMPLES", "8",
      "libzmpi_preload.so: messages per call site the advisor compresses on its ladder of settings (the 1st, 2nd, 4th, 8th, ... sending call); 0: no advice",
      check_samples},
@@ -463,4 +541,77 @@ int ZMPI_Setting_check(const char *name, const char *value, char *why, int cap)
         }
     say(why, c, "unknown zmpi setting");
     return MPI_ERR_ARG;
+}
+
+/* ---- settings files ---- */
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+        s[--n] = '\0';
+    return s;
+}
+
+/* One line: 0 (a setting in *name, *value, or nothing), or -1 with msg. */
+static int file_line(char *line, char **name, char **value, char *msg, size_t cap)
+{
+    char *s = trim(line), *eq = strchr(s, '=');
+    *name = *value = NULL;
+    if (!*s || *s == '#')
+        return 0;
+    if (!eq)
+        return say(msg, cap, "expected NAME=VALUE");
+    *eq = '\0';
+    *name = trim(s);
+    *value = trim(eq + 1);
+    if (!strcmp(*name, "ZMPI_CONFIG"))
+        return say(msg, cap, "ZMPI_CONFIG inside a settings file");
+    char why[256];
+    if (ZMPI_Setting_check(*name, *value, why, (int)sizeof why) != MPI_SUCCESS)
+        return say(msg, cap, "%s=%s: %s", *name, *value, why);
+    return 0;
+}
+
+/* Reads the file once to check it (each NULL) or to deliver its settings. */
+static int file_pass(const char *path, int (*each)(const char *, const char *, void *), void *arg, char *why,
+                     size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return say(why, cap, "cannot read %s: %s", path, strerror(errno)), MPI_ERR_FILE;
+    char line[4096], msg[384];
+    int rc = MPI_SUCCESS;
+    for (int no = 1; rc == MPI_SUCCESS && fgets(line, sizeof line, f); no++) {
+        char *name, *value;
+        if (!strchr(line, '\n') && !feof(f))
+            rc = (say(why, cap, "%s:%d: a line of more than %zu characters", path, no, sizeof line - 2), MPI_ERR_ARG);
+        else if (file_line(line, &name, &value, msg, sizeof msg))
+            rc = (say(why, cap, "%s:%d: %s", path, no, msg), MPI_ERR_ARG);
+        else if (name && each)
+            rc = each(name, value, arg);
+    }
+    if (rc == MPI_SUCCESS && ferror(f))
+        rc = (say(why, cap, "cannot read %s: %s", path, strerror(errno)), MPI_ERR_FILE);
+    fclose(f);
+    return rc;
+}
+
+int ZMPI_Config_file_read(const char *path, int (*each)(const char *name, const char *value, void *arg), void *arg,
+                          char *why, int cap)
+{
+    size_t c = cap > 0 ? (size_t)cap : 0;
+    if (!path || !*path)
+        return say(why, c, "no file name"), MPI_ERR_ARG;
+    int rc = file_pass(path, NULL, NULL, why, c);
+    if (rc == MPI_SUCCESS && each)
+        rc = file_pass(path, each, arg, why, c);
+    return rc;
+}
+
+int ZMPI_Config_file_check(const char *path, char *why, int cap)
+{
+    return ZMPI_Config_file_read(path, NULL, NULL, why, cap);
 }

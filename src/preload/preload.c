@@ -22,16 +22,29 @@
 
 extern char **environ;
 
-/* After MPI's initialisation: every ZMPI_ variable of the environment is
- * checked as zmpi's calls would check it. If any rank finds a bad one
- * (malformed value or unknown name), the lowest such rank prints it and every
- * rank stops through MPI_COMM_WORLD's error handler (MPI_ERRORS_ARE_FATAL at
- * this point), instead of an error at the first compressed call. Every rank
- * makes the same two PMPI_ collectives, whatever it found, so they always
- * match. Returns MPI_SUCCESS or MPI_ERR_ARG. */
+/* A setting of the ZMPI_CONFIG file, unless the environment has it. */
+static int set_unset(const char *name, const char *value, void *arg)
+{
+    (void)arg;
+    return getenv(name) || setenv(name, value, 0) == 0 ? 0 : MPI_ERR_NO_MEM;
+}
+
+/* After MPI's initialisation: the settings of the ZMPI_CONFIG file join
+ * the environment (where it has no value of its own), then every ZMPI_
+ * variable is checked as zmpi's calls would check it. If any rank finds a
+ * bad one (unreadable file, malformed value or unknown name), the lowest
+ * such rank prints it and every rank stops through MPI_COMM_WORLD's error
+ * handler (MPI_ERRORS_ARE_FATAL at this point), instead of an error at the
+ * first compressed call. Every rank makes the same two PMPI_ collectives,
+ * whatever it found, so they always match. Returns MPI_SUCCESS or
+ * MPI_ERR_ARG. */
 static int check_settings(void)
 {
-    char why[256], name[128], msg[512] = "";
+    char why[256], name[128], msg[640] = "";
+    const char *file = getenv("ZMPI_CONFIG");
+    if (file && *file && ZMPI_Config_file_read(file, set_unset, NULL, why, (int)sizeof why) != MPI_SUCCESS)
+        snprintf(msg, sizeof msg, "zmpi: ZMPI_CONFIG=%.200s: %s (libzmpi_preload.so stops the program in MPI_Init)",
+                 file, why);
     for (char **e = environ; e && *e && !msg[0]; e++) {
         if (strncmp(*e, "ZMPI_", 5))
             continue;

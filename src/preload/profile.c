@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -31,6 +32,7 @@ typedef struct {
     _Atomic unsigned long long count, ns, ns_max, ns_min_c, sends, bytes, bytes_max, bytes_min_c, wire, compressed,
         fb[ZP_NFB], ns_comp, ns_decomp, flt, elems;
     atomic_int nranks, dtsize;
+    atomic_int policy; /* ZMPI_INCLUDE_SITES / ZMPI_EXCLUDE_SITES: 0 not decided yet, 1 compress, 2 plain */
     unsigned nsamples;
     double raw[ZP_NRUNG], comp[ZP_NRUNG], ns_c[ZP_NRUNG], ns_d[ZP_NRUNG], err[ZP_NRUNG];
 } zp_slot;
@@ -47,6 +49,8 @@ static struct {
     atomic_int off;          /* MPI_Pcontrol(0): calls are not recorded */
     atomic_int route;        /* the ZMPI_ paths run (compression configured on some rank) */
     int profile_only, samples;
+    unsigned char call_off[ZP_NCALLS]; /* ZMPI_CALLS / ZMPI_EXCLUDE_CALLS: sends that never compress */
+    const char *include_sites, *exclude_sites;
     ZMPI_Config cfg;
     pthread_mutex_t sample_lock;
     atomic_int reports;      /* reports written so far */
@@ -111,12 +115,58 @@ static zp_slot *site_of(int call, void *ra)
     return up;
 }
 
+/* 1 if list (FILE:LINE,...) names the location. */
+static int site_listed(const char *list, const zp_location *loc)
+{
+    char item[128];
+    for (const char *p = list; p && *p;) {
+        size_t n = strcspn(p, ",");
+        snprintf(item, sizeof item, "%.*s", (int)(n < sizeof item ? n : sizeof item - 1), p);
+        char *colon = strrchr(item, ':');
+        if (colon) {
+            *colon = '\0';
+            if (!strcmp(item, loc->file) && atoi(colon + 1) == loc->line)
+                return 1;
+        }
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+/* Whether a point-to-point send at this site compresses under the site
+ * lists: decided at its first call (its location read from the debug
+ * information once) and kept in the slot. */
+static int site_compresses(zp_slot *s, void *addr)
+{
+    int p = atomic_load_explicit(&s->policy, memory_order_relaxed);
+    if (p == 0) {
+        zp_location loc;
+        zp_locate(&addr, 1, &loc);
+        int on = (!zp.include_sites || site_listed(zp.include_sites, &loc)) &&
+                 !(zp.exclude_sites && site_listed(zp.exclude_sites, &loc));
+        p = on ? 1 : 2;
+        atomic_store_explicit(&s->policy, p, memory_order_relaxed);
+    }
+    return p == 1;
+}
+
+static int p2p_send(int call)
+{
+    return call == ZP_MPI_Send || call == ZP_MPI_Ssend || call == ZP_MPI_Isend || call == ZP_MPI_Issend;
+}
+
 void zp_begin(zp_frame *f, int call, void *ra, MPI_Comm comm)
 {
     f->call = call;
     f->ra = ra;
     f->comm = comm;
-    f->route = atomic_load_explicit(&zp.route, memory_order_relaxed);
+    f->slot = NULL;
+    f->route = atomic_load_explicit(&zp.route, memory_order_relaxed) && !zp.call_off[call];
+    if (f->route && (zp.include_sites || zp.exclude_sites) && p2p_send(call)) {
+        zp_slot *s = site_of(call, ra);
+        f->slot = s;
+        f->route = s && site_compresses(s, (void *)(uintptr_t)(atomic_load(&s->key) & ZP_ADDR_MASK));
+    }
     f->have_stats = f->route && comm != MPI_COMM_NULL && !atomic_load_explicit(&zp.off, memory_order_relaxed) &&
                     ZMPI_Comm_get_stats(comm, &f->before) == MPI_SUCCESS;
     f->t0 = zp_clock();
@@ -192,7 +242,7 @@ void zp_end(zp_frame *f, int rc, unsigned long long bytes, const void *buf, int 
     add(&zp.calls[call], 1);
     add(&zp.ns[call], ns);
     add(&zp.bytes[call], bytes);
-    zp_slot *s = site_of(call, f->ra);
+    zp_slot *s = f->slot ? f->slot : site_of(call, f->ra);
     if (!s)
         return;
     add(&s->count, 1);
@@ -336,6 +386,46 @@ static int int_setting(const char *name, int def)
     return v && *v ? atoi(v) : def;
 }
 
+/* Marks the calls of a list (ZMPI_CALLS / ZMPI_EXCLUDE_CALLS, names
+ * checked at MPI_Init) in mark[]. */
+static void mark_calls(const char *list, unsigned char *mark)
+{
+    char name[136];
+    for (const char *p = list; p && *p;) {
+        size_t n = strcspn(p, ",");
+        snprintf(name, sizeof name, "%s%.*s", strncmp(p, "MPI_", 4) ? "MPI_" : "", (int)(n < 127 ? n : 127), p);
+        for (int i = 0; i < ZP_NCALLS; i++)
+            if (!strcmp(zp_call_names[i], name))
+                mark[i] = 1;
+        p += n + (p[n] == ',');
+    }
+}
+
+/* The calls that never compress: not in ZMPI_CALLS (when set), or in
+ * ZMPI_EXCLUDE_CALLS. Only sending calls are ever named (checked). */
+static void call_policy(void)
+{
+    unsigned char listed[ZP_NCALLS] = {0}, excluded[ZP_NCALLS] = {0};
+    const char *calls = getenv("ZMPI_CALLS");
+    mark_calls(calls, listed);
+    mark_calls(getenv("ZMPI_EXCLUDE_CALLS"), excluded);
+    unsigned char sending[ZP_NCALLS] = {0};
+    mark_calls("Send,Ssend,Isend,Issend,Bcast,Scatter,Scatterv,Gather,Gatherv,Allgather,Allgatherv,Alltoall,"
+               "Alltoallv,Reduce_scatter,Reduce_scatter_block,Allreduce,Reduce",
+               sending);
+    for (int i = 0; i < ZP_NCALLS; i++)
+        zp.call_off[i] = sending[i] && ((calls && *calls && !listed[i]) || excluded[i]);
+}
+
+/* FNV-1a of the call policy, so that the ranks can compare theirs. */
+static int policy_hash(void)
+{
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < ZP_NCALLS; i++)
+        h = (h ^ zp.call_off[i]) * 16777619u;
+    return (int)(h & 0x3fffffff);
+}
+
 int zp_init(void)
 {
     uint64_t zero = 0;
@@ -344,13 +434,29 @@ int zp_init(void)
         memset(&zp.cfg, 0, sizeof zp.cfg);
     zp.profile_only = int_setting("ZMPI_PROFILE_ONLY", 0) != 0;
     zp.samples = int_setting("ZMPI_SAMPLES", 8);
+    const char *inc = getenv("ZMPI_INCLUDE_SITES"), *exc = getenv("ZMPI_EXCLUDE_SITES");
+    zp.include_sites = inc && *inc ? inc : NULL;
+    zp.exclude_sites = exc && *exc ? exc : NULL;
+    call_policy();
     int kind = zmpi_codec_kind(zp.cfg.codec);
     int on = !zp.profile_only && (zp.cfg.eb_mode != ZMPI_EB_NONE ||
                                   (kind >= 0 && kind != ZMPI_KIND_BOUNDED && zp.cfg.codec != ZMPI_CODEC_STORED));
-    /* a receiver decodes what any rank compressed: if one rank compresses, all take the ZMPI_ paths */
-    int any = 0;
-    int rc = PMPI_Allreduce(&on, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    atomic_store(&zp.route, rc == MPI_SUCCESS && any);
+    /* a receiver decodes what any rank compressed: if one rank compresses,
+     * all take the ZMPI_ paths; and every rank must run a collective the
+     * same way, so the call policies must agree */
+    int mine[3] = {on, policy_hash(), -policy_hash()}, all[3] = {0, 0, 0};
+    int rc = PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rc == MPI_SUCCESS && all[1] != -all[2]) {
+        int rank = 0;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0)
+            fprintf(stderr, "zmpi: ZMPI_CALLS / ZMPI_EXCLUDE_CALLS differ between the ranks: their collectives "
+                            "would not match (libzmpi_preload.so stops the program in MPI_Init)\n");
+        PMPI_Barrier(MPI_COMM_WORLD);
+        rc = MPI_ERR_ARG;
+        PMPI_Comm_call_errhandler(MPI_COMM_WORLD, rc);
+    }
+    atomic_store(&zp.route, rc == MPI_SUCCESS && all[0]);
     return rc;
 }
 

@@ -27,6 +27,7 @@ typedef struct {
     MPI_Comm comm;  /* the call's communicator, MPI_COMM_NULL if none */
     int route;      /* 1: the ZMPI_ implementation runs (compression is on) */
     int have_stats; /* before holds comm's zmpi statistics before the call */
+    void *slot;     /* the call site, when zp_begin looked it up */
     uint64_t t0;
     ZMPI_Stats before;
 } zp_frame;

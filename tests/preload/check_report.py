@@ -101,6 +101,8 @@ def check_sites(r, mode, calls):
             errors.append(f"site {s['id']}: verdict {a['verdict']!r}")
         if mode != "compressed" and (s["compressed_calls"] or s["bytes_wire"] != s["bytes"]):
             errors.append(f"site {s['id']} {s['call']}: compressed without settings")
+    if mode == "profile" and (r.get("mode") != "profile-only" or r.get("setting") != "fzl abs 0.001"):
+        errors.append(f"profile-only run: mode {r.get('mode')!r}, setting {r.get('setting')!r} (expected the bound's)")
     if per_call != calls:
         errors.append(f"sites' counts per call {per_call} differ from the calls' {calls}")
     sends = [s for s in r.get("sites", []) if s["call"] == "MPI_Send"]

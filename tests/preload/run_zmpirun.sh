@@ -1,16 +1,22 @@
 #!/bin/sh
 # zmpirun (tools/zmpirun) around preload_prog.
 #
-#   run_zmpirun.sh MODE ZMPIRUN PROG PYTHON CHECK_REPORT
+#   run_zmpirun.sh MODE ZMPIRUN PROG PYTHON CHECK_REPORT [CHECK_POLICY]
 #
 # MODE:
 #   eb      zmpirun --eb 1e-3 --abs --report DIR -n 2: float results within
 #           1e-3, MPI_INT exact, the report shows compression
+#   profile zmpirun --profile-only --config FILE (a bound in the file):
+#           exact results, the report in ./zmpi-report, nothing compressed,
+#           the advisor sampled at the file's bound
+#   policy  a config file excluding Bcast and Allreduce, then also the first
+#           MPI_Send's site (ZMPI_EXCLUDE_SITES): check_policy.py finds them
+#           plain and the other sends compressed
 #   bad     zmpirun --eb abc: exit status 2, a message naming ZMPI_EB, and
 #           the program never started
 #   usage   zmpirun without -n: exit status 2 and a message
 set -eu
-mode=$1 zmpirun=$2 prog=$3 python=$4 check=$5
+mode=$1 zmpirun=$2 prog=$3 python=$4 check=$5 policy=${6:-}
 for v in $(env | sed -n 's/^\(ZMPI_[A-Za-z0-9_]*\)=.*/\1/p'); do
     unset "$v"
 done
@@ -20,6 +26,19 @@ case $mode in
     eb)
         "$zmpirun" --eb 1e-3 --abs --report "$dir/report" -n 2 "$prog" 1e-3 --expect-preload
         "$python" "$check" "$dir/report" 2 compressed ;;
+    profile)
+        printf '# a settings file\nZMPI_EB = 1e-3\nZMPI_EB_MODE=abs\n' >"$dir/zmpi.conf"
+        (cd "$dir" && "$zmpirun" --profile-only --config zmpi.conf -n 2 "$prog" 0 --expect-preload)
+        "$python" "$check" "$dir/zmpi-report" 2 profile ;;
+    policy)
+        # calls and sites left out of compression: the report of a first
+        # run names the first MPI_Send's site, which the second run excludes
+        printf 'ZMPI_EB=1e-3\nZMPI_EB_MODE=abs\nZMPI_EXCLUDE_CALLS=Bcast,MPI_Allreduce\n' >"$dir/zmpi.conf"
+        "$zmpirun" --config "$dir/zmpi.conf" --report "$dir/r1" -n 2 "$prog" 1e-3 --expect-preload
+        site=$("$python" "$policy" "$dir/r1" first-send)
+        ZMPI_EXCLUDE_SITES="$site" "$zmpirun" --config "$dir/zmpi.conf" --report "$dir/r2" -n 2 \
+            "$prog" 1e-3 --expect-preload
+        "$python" "$policy" "$dir/r2" excluded "$site" ;;
     bad)
         st=0
         "$zmpirun" --eb abc -n 2 "$prog" 0 >"$dir/out" 2>&1 || st=$?
