@@ -6,6 +6,8 @@
 int zmpi_cli_config(int argc, char **argv);
 /* `zmpi codec ...`; argv[0] is the sub-subcommand. Returns the exit status. */
 int zmpi_cli_codec(int argc, char **argv);
+/* zmpi report FILE.json [--plot OUT.png]: runs tools/report/zmpi_report.py. */
+int zmpi_cli_report(int argc, char **argv);
 
 /* Whole-file I/O with one-line errors on stderr (prefix "zmpi: ").
  * PATH "-" is standard input. */

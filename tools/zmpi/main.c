@@ -16,6 +16,7 @@ static void usage(FILE *f)
             "  codec decompress IN OUT         zmpi stream -> raw file\n"
             "  codec info FILE                 print a stream's header\n"
             "  config                          every ZMPI_ setting: value, origin, validity\n"
+            "  report FILE.json [--plot PNG]   the call sites and advice of a ZMPI_REPORT profile\n"
             "  version                         print the library version\n"
             "Run 'zmpi codec --help' for the options.\n");
 }
@@ -32,6 +33,8 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "config"))
         return zmpi_cli_config(argc - 2, argv + 2);
 #endif
+    if (!strcmp(argv[1], "report"))
+        return zmpi_cli_report(argc - 2, argv + 2);
     if (!strcmp(argv[1], "version")) {
         printf("zmpi %s (stream format %d)\n", zmpi_version(), ZMPI_STREAM_VERSION);
         return 0;

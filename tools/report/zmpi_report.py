@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""zmpi report: reads the JSON report libzmpi_preload.so writes (ZMPI_REPORT)
+and prints its call sites and the advisor's verdicts; --plot draws them.
+
+    zmpi report FILE.zmpi.json [--top N] [--plot OUT.png]
+
+The table: the call sites by time, with what each sent (bytes the program
+asked to send, bytes on the wire), and the advisor's ratio, predicted
+seconds saved per rank on 1 GbE / 10 GbE / 100 Gb/s and verdict. The plot
+(matplotlib): time per call site; bytes raw vs on the wire; the advisor's
+predicted saving per network. Standard library only, but for the plot.
+"""
+import argparse
+import json
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            r = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"zmpi report: {path}: {e}")
+    if r.get("version") != 1 or "sites" not in r:
+        sys.exit(f"zmpi report: {path}: not a zmpi report of version 1 with call sites")
+    return r
+
+
+def label(s):
+    return f"{s['call'][4:]} {s['location']}"
+
+
+def fmt_bytes(n):
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024.0
+
+
+def print_table(r, top):
+    sites = sorted(r["sites"], key=lambda s: -s["time_s"])[:top]
+    nets = list(r.get("networks", {"1GbE": 0, "10GbE": 0, "100Gb": 0}))
+    print(f"{r['command']}: {r['ranks']} ranks, {r.get('mode', '?')}, setting {r.get('setting', '?')}")
+    print(f"application {r['app_time_s']:.3f} s, MPI {r['mpi_time_s']:.3f} s (summed over the ranks)")
+    head = f"{'site':>4} {'call':<34} {'calls':>7} {'time s':>9} {'sent':>11} {'wire':>11} {'ratio':>6}"
+    print(head + "".join(f" {n + ' s':>9}" for n in nets) + "  verdict")
+    for s in sites:
+        a = s.get("advice") or {}
+        saving = a.get("saving_s", {})
+        line = (f"{s['id']:>4} {label(s)[:34]:<34} {s['count']:>7} {s['time_s']:>9.3g} {fmt_bytes(s['bytes']):>11} "
+                f"{fmt_bytes(s['bytes_wire']):>11} {a.get('ratio', 0):>6.2f}")
+        line += "".join(f" {saving.get(n, 0):>9.2g}" for n in nets)
+        print(line + "  " + a.get("verdict", "-"))
+
+
+def plot(r, top, out):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.exit("zmpi report: --plot needs matplotlib (scripts/setup installs it into .venv; "
+                 "run with ZMPI_PYTHON=.venv/bin/python)")
+    sites = sorted(r["sites"], key=lambda s: -s["time_s"])[:top]
+    names = [f"{s['id']}: {label(s)}" for s in sites][::-1]
+    y = range(len(sites))
+    fig, ax = plt.subplots(1, 3, figsize=(16, 0.45 * len(sites) + 2.5), sharey=True)
+    ax[0].barh(y, [s["time_s"] for s in sites][::-1], color="tab:gray")
+    ax[0].set_xlabel("time in the call, s (summed over ranks)")
+    ax[0].set_yticks(list(y), names, fontsize=8)
+    raw = [s["bytes"] / 2**20 for s in sites][::-1]
+    wire = [s["bytes_wire"] / 2**20 for s in sites][::-1]
+    ax[1].barh([i + 0.2 for i in y], raw, height=0.4, label="asked to send", color="tab:blue")
+    ax[1].barh([i - 0.2 for i in y], wire, height=0.4, label="on the wire", color="tab:orange")
+    ax[1].set_xlabel("MiB (summed over ranks)")
+    ax[1].legend(fontsize=8)
+    nets = list(r.get("networks", {}))
+    for k, n in enumerate(nets):
+        v = [((s.get("advice") or {}).get("saving_s") or {}).get(n, 0) for s in sites][::-1]
+        ax[2].barh([i + 0.27 * (k - 1) for i in y], v, height=0.27, label=n)
+    ax[2].axvline(0, color="black", lw=0.6)
+    ax[2].set_xlabel(f"predicted saving per rank, s ({r.get('setting', '')})")
+    ax[2].legend(fontsize=8)
+    for s, i in zip(sites[::-1], y):
+        v = (s.get("advice") or {}).get("verdict")
+        if v:
+            ax[2].annotate(v, (0, i), xytext=(3, 0), textcoords="offset points", fontsize=7, va="center")
+    fig.suptitle(f"{r['command'][:90]} ({r['ranks']} ranks, {r.get('mode', '')})", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    print(f"zmpi report: wrote {out}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="zmpi report", description=__doc__.split("\n\n")[0])
+    p.add_argument("file", help="a .zmpi.json report (ZMPI_REPORT=DIR)")
+    p.add_argument("--top", type=int, default=20, help="call sites shown, by time (default 20)")
+    p.add_argument("--plot", metavar="OUT.png", help="also draw the sites into OUT.png (matplotlib)")
+    a = p.parse_args(argv)
+    if a.top < 1:
+        p.error("--top must be 1 or more")
+    r = load(a.file)
+    print_table(r, a.top)
+    if a.plot:
+        plot(r, a.top, a.plot)
+
+
+if __name__ == "__main__":
+    main()
