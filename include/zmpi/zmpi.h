@@ -186,6 +186,11 @@ ZMPI_API int ZMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, 
                        MPI_Status *status);
 ZMPI_API int ZMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                         MPI_Request *request);
+/* Synchronous modes: the compressed stream (or the plain data) travels with
+ * PMPI_Ssend / PMPI_Issend, so they complete once the receive has matched. */
+ZMPI_API int ZMPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+ZMPI_API int ZMPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                         MPI_Request *request);
 ZMPI_API int ZMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                         MPI_Request *request);
 ZMPI_API int ZMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,

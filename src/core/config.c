@@ -255,6 +255,13 @@ static int check_config_file(const char *v, ZMPI_Config *cfg, char *msg, size_t 
     return ZMPI_Config_file_check(v, msg, (int)(cap < INT_MAX ? cap : INT_MAX)) == MPI_SUCCESS ? 0 : -1;
 }
 
+static int check_percent(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    unsigned long long d;
+    (void)cfg;
+    return parse_uint(v, 100, &d) ? 0 : say(msg, cap, "expected a percentage, 0 to 100");
+}
+
 static int set_chunk(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
 {
     unsigned long long d;
@@ -405,6 +412,9 @@ static const zmpi_setting settings[] = {
     {"ZMPI_SAMPLES", "8",
      "libzmpi_preload.so: messages per call site the advisor compresses on its ladder of settings (the 1st, 2nd, 4th, 8th, ... sending call); 0: no advice",
      check_samples},
+    {"ZMPI_SAMPLE_BUDGET", "1",
+     "libzmpi_preload.so: percent of the application's time the advisor's sampling may take (a sample is skipped when it would exceed it); 100: no limit",
+     check_percent},
     {"ZMPI_DATA", "../shared/data", "tools: the data directory or file of the demo and zmpi-bench", NULL},
     {"ZMPI_FUZZ_SECONDS", "8", "tools: seconds per fuzz target in scripts/test", NULL},
 };

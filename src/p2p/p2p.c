@@ -339,7 +339,12 @@ fn_exit:
     return rc;
 }
 
-int ZMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+typedef int (*send_fn)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
+typedef int (*isend_fn)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
+
+/* ZMPI_Send and ZMPI_Ssend: the stream (or the plain data) goes with psend. */
+static int send_with(send_fn psend, const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                     MPI_Comm comm)
 {
     const void *out;
     void *owned;
@@ -349,18 +354,28 @@ int ZMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int t
     if (rc)
         return zmpi_raise(comm, rc);
     if (out)
-        rc = PMPI_Send(out, len, MPI_BYTE, dest, tag, comm);
+        rc = psend(out, len, MPI_BYTE, dest, tag, comm);
     else
-        rc = PMPI_Send(buf, count, datatype, dest, tag, comm);
+        rc = psend(buf, count, datatype, dest, tag, comm);
     free(owned);
     return rc;
+}
+
+int ZMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    return send_with(PMPI_Send, buf, count, datatype, dest, tag, comm);
+}
+
+int ZMPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    return send_with(PMPI_Ssend, buf, count, datatype, dest, tag, comm);
 }
 
 /* Isend without raising: *raised = 1 when the error came from MPI (which
  * raised it). quiet: the operation's own completion errors are not raised
  * either (ZMPI_Sendrecv reports them once). */
-static int isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int quiet,
-                 MPI_Request *request, int *raised)
+static int isend(isend_fn pisend, const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                 MPI_Comm comm, int quiet, MPI_Request *request, int *raised)
 {
     const void *out;
     void *owned;
@@ -374,7 +389,7 @@ static int isend(const void *buf, int count, MPI_Datatype datatype, int dest, in
         return rc;
     if (!out) {
         *raised = 1;
-        return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
+        return pisend(buf, count, datatype, dest, tag, comm, request);
     }
     rc = zmpi_p2p_op_new(comm, 0, &op);
     if (rc) {
@@ -383,7 +398,7 @@ static int isend(const void *buf, int count, MPI_Datatype datatype, int dest, in
     }
     op->stream = owned;
     op->quiet = quiet;
-    rc = PMPI_Isend(out, len, MPI_BYTE, dest, tag, comm, &op->req);
+    rc = pisend(out, len, MPI_BYTE, dest, tag, comm, &op->req);
     if (rc) {
         zmpi_p2p_op_discard(op);
         *raised = 1;
@@ -399,7 +414,16 @@ int ZMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 {
     int raised;
     zmpi_p2p_reap();
-    int rc = isend(buf, count, datatype, dest, tag, comm, 0, request, &raised);
+    int rc = isend(PMPI_Isend, buf, count, datatype, dest, tag, comm, 0, request, &raised);
+    return raised ? rc : zmpi_raise(comm, rc);
+}
+
+int ZMPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                MPI_Request *request)
+{
+    int raised;
+    zmpi_p2p_reap();
+    int rc = isend(PMPI_Issend, buf, count, datatype, dest, tag, comm, 0, request, &raised);
     return raised ? rc : zmpi_raise(comm, rc);
 }
 
@@ -531,7 +555,7 @@ int ZMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int
     /* quiet operations: their errors come back here and are raised once */
     rc = irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, 1, &reqs[1], &raised);
     if (rc == MPI_SUCCESS)
-        rc = isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, 1, &reqs[0], &raised);
+        rc = isend(PMPI_Isend, sendbuf, sendcount, sendtype, dest, sendtag, comm, 1, &reqs[0], &raised);
     if (rc == MPI_SUCCESS) {
         rc = zmpi_p2p_waitall(2, reqs, sts, &raised);
         if (rc != MPI_SUCCESS) {

@@ -49,6 +49,8 @@ static struct {
     atomic_int off;          /* MPI_Pcontrol(0): calls are not recorded */
     atomic_int route;        /* the ZMPI_ paths run (compression configured on some rank) */
     int profile_only, samples;
+    double budget; /* ZMPI_SAMPLE_BUDGET / 100: the share of the application's time sampling may take; 1: no limit */
+    _Atomic unsigned long long sample_ns, sample_bytes; /* spent sampling so far, and the bytes sampled */
     unsigned char call_off[ZP_NCALLS]; /* ZMPI_CALLS / ZMPI_EXCLUDE_CALLS: sends that never compress */
     const char *include_sites, *exclude_sites;
     ZMPI_Config cfg;
@@ -208,6 +210,21 @@ static void add_sample(zp_slot *s, const zp_sample *x)
     atomic_store_explicit(&s->dtsize, x->dtsize, memory_order_relaxed);
 }
 
+/* 1 if sampling `bytes` more (at most 1 MiB of them) keeps the time spent
+ * sampling within the budget's share of the application's time so far; the
+ * cost per byte is what the samples so far took (3 ns before the first). */
+static int within_budget(unsigned long long bytes)
+{
+    if (zp.budget >= 1)
+        return 1;
+    const double sampled = (double)atomic_load_explicit(&zp.sample_bytes, memory_order_relaxed);
+    const double spent = (double)atomic_load_explicit(&zp.sample_ns, memory_order_relaxed);
+    const double per_byte = sampled > 0 ? spent / sampled : 3.0;
+    const double next = per_byte * (double)(bytes < (1u << 20) ? bytes : (1u << 20));
+    const uint64_t t = atomic_load_explicit(&zp.t_init, memory_order_relaxed);
+    return t && spent + next <= zp.budget * (double)(zp_clock() - t);
+}
+
 /* A sending call: its bytes, and its data when zmpi can compress it. */
 static void add_send(zp_slot *s, const zp_frame *f, unsigned long long bytes, const void *buf, int count,
                      MPI_Datatype type)
@@ -227,8 +244,15 @@ static void add_send(zp_slot *s, const zp_frame *f, unsigned long long bytes, co
     unsigned taken = s->nsamples;
     pthread_mutex_unlock(&zp.sample_lock);
     zp_sample x;
-    if (zp_sample_due(nth, taken, zp.samples) && zp_sample_take(buf, count, type, f->comm, &x))
+    if (!zp_sample_due(nth, taken, zp.samples) || !within_budget(bytes))
+        return;
+    const uint64_t t0 = zp_clock();
+    int took = zp_sample_take(buf, count, type, f->comm, &x);
+    add(&zp.sample_ns, zp_clock() - t0);
+    if (took) {
+        add(&zp.sample_bytes, (unsigned long long)x.raw[0]);
         add_sample(s, &x);
+    }
 }
 
 void zp_end(zp_frame *f, int rc, unsigned long long bytes, const void *buf, int count, MPI_Datatype datatype)
@@ -434,6 +458,7 @@ int zp_init(void)
         memset(&zp.cfg, 0, sizeof zp.cfg);
     zp.profile_only = int_setting("ZMPI_PROFILE_ONLY", 0) != 0;
     zp.samples = int_setting("ZMPI_SAMPLES", 8);
+    zp.budget = int_setting("ZMPI_SAMPLE_BUDGET", 1) / 100.0;
     const char *inc = getenv("ZMPI_INCLUDE_SITES"), *exc = getenv("ZMPI_EXCLUDE_SITES");
     zp.include_sites = inc && *inc ? inc : NULL;
     zp.exclude_sites = exc && *exc ? exc : NULL;

@@ -256,6 +256,29 @@ static void ring_sendrecv(env *e, const mcfg *m, int n, int id, int ignore_statu
     free(rb);
 }
 
+/* The synchronous modes: Irecv from the left posted first, then Issend to
+ * the right (Wait), then Ssend to the right while the next Irecv waits. */
+static void ring_sync(env *e, const mcfg *m, int n, int id)
+{
+    size_t es = esz(m->type);
+    void *sb = xmalloc((size_t)n * es), *rb = xmalloc((size_t)n * es);
+    MPI_Request rr, sr;
+    MPI_Status st;
+    gen(sb, (size_t)n, m->type, e->rank, id, DATA_FIELD);
+    check_rc(e, ZMPI_Irecv(rb, n, m->type, e->left, 40, e->comm, &rr), "Irecv for Issend");
+    check_rc(e, ZMPI_Issend(sb, n, m->type, e->right, 40, e->comm, &sr), "Issend");
+    check_rc(e, ZMPI_Wait(&sr, MPI_STATUS_IGNORE), "Wait Issend");
+    check_rc(e, ZMPI_Wait(&rr, &st), "Wait Irecv");
+    check_msg(e, "Issend", m, rb, &st, e->left, 40, id, (size_t)n, DATA_FIELD);
+    gen(sb, (size_t)n, m->type, e->rank, id + 1, DATA_FIELD);
+    check_rc(e, ZMPI_Irecv(rb, n, m->type, e->left, 41, e->comm, &rr), "Irecv for Ssend");
+    check_rc(e, ZMPI_Ssend(sb, n, m->type, e->right, 41, e->comm), "Ssend");
+    check_rc(e, ZMPI_Wait(&rr, &st), "Wait Irecv");
+    check_msg(e, "Ssend", m, rb, &st, e->left, 41, id + 1, (size_t)n, DATA_FIELD);
+    free(sb);
+    free(rb);
+}
+
 /* Rings over the small counts (below and above the threshold), every
  * completion style, float and double, ABS and REL. */
 static void test_rings(env *e)
@@ -271,6 +294,7 @@ static void test_rings(env *e)
             ring_blocking(e, &cfgs[k], n, id, i % 3 == 2);
             ring_nonblocking(e, &cfgs[k], n, id + 2, i % 4);
             ring_sendrecv(e, &cfgs[k], n, id + 4, i % 3 == 1);
+            ring_sync(e, &cfgs[k], n, id + 6);
         }
     }
 }

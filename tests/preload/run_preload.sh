@@ -14,7 +14,9 @@
 #             counts are the program's calls and nothing was compressed
 #   profile   LD_PRELOAD, ZMPI_PROFILE_ONLY=1 with a bound: exact results,
 #             nothing compressed, the advisor sampled at the bound
-# Every ZMPI_ variable of the caller's environment is removed first. The
+# Every ZMPI_ variable of the caller's environment is removed first; the
+# advisor samples without a time budget (ZMPI_SAMPLE_BUDGET=100), so that
+# this short program's sites are sampled. The
 # variables reach the ranks through `env` in the launched command line
 # (mpiexec -n N env LD_PRELOAD=... prog), whatever the launcher forwards.
 set -eu
@@ -29,17 +31,17 @@ case $mode in
     plain) "$@" -n "$n" "$prog" 0 ;;
     exact) "$@" -n "$n" env LD_PRELOAD="$lib" "$prog" 0 --expect-preload ;;
     eb)
-        "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_EB=1e-3 ZMPI_EB_MODE=abs ZMPI_REPORT="$dir/report" \
+        "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_SAMPLE_BUDGET=100 ZMPI_EB=1e-3 ZMPI_EB_MODE=abs ZMPI_REPORT="$dir/report" \
             "$prog" 1e-3 --expect-preload
         "$python" "$check" "$dir/report" "$n" compressed ;;
     lossless)
-        "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_CODEC=zstd ZMPI_REPORT="$dir/report" "$prog" 0 --expect-preload
+        "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_SAMPLE_BUDGET=100 ZMPI_CODEC=zstd ZMPI_REPORT="$dir/report" "$prog" 0 --expect-preload
         "$python" "$check" "$dir/report" "$n" compressed ;;
     report)
-        "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_REPORT="$dir/report" "$prog" 0 --expect-preload
+        "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_SAMPLE_BUDGET=100 ZMPI_REPORT="$dir/report" "$prog" 0 --expect-preload
         "$python" "$check" "$dir/report" "$n" plain ;;
     profile)
-        "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_PROFILE_ONLY=1 ZMPI_EB=1e-3 ZMPI_EB_MODE=abs \
+        "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_SAMPLE_BUDGET=100 ZMPI_PROFILE_ONLY=1 ZMPI_EB=1e-3 ZMPI_EB_MODE=abs \
             ZMPI_REPORT="$dir/report" "$prog" 0 --expect-preload
         "$python" "$check" "$dir/report" "$n" profile ;;
     *) echo "run_preload.sh: unknown mode $mode" >&2; exit 2 ;;

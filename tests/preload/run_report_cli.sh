@@ -13,7 +13,7 @@ for v in $(env | sed -n 's/^\(ZMPI_[A-Za-z0-9_]*\)=.*/\1/p'); do
 done
 dir=$(mktemp -d "${TMPDIR:-/tmp}/zmpi-report-cli.XXXXXX")
 trap 'rm -rf "$dir"' EXIT INT TERM
-"$@" -n 2 env LD_PRELOAD="$lib" ZMPI_EB=1e-3 ZMPI_EB_MODE=abs ZMPI_REPORT="$dir" "$prog" 1e-3 --expect-preload
+"$@" -n 2 env LD_PRELOAD="$lib" ZMPI_SAMPLE_BUDGET=100 ZMPI_EB=1e-3 ZMPI_EB_MODE=abs ZMPI_REPORT="$dir" "$prog" 1e-3 --expect-preload
 "$cli" report "$dir"/*.zmpi.json --plot "$dir/sites.png" >"$dir/out"
 cat "$dir/out"
 grep -q 'Send preload_prog.c:' "$dir/out" || { echo "run_report_cli.sh: no MPI_Send site in the table"; exit 1; }

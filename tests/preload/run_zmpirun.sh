@@ -20,6 +20,7 @@ mode=$1 zmpirun=$2 prog=$3 python=$4 check=$5 policy=${6:-}
 for v in $(env | sed -n 's/^\(ZMPI_[A-Za-z0-9_]*\)=.*/\1/p'); do
     unset "$v"
 done
+export ZMPI_SAMPLE_BUDGET=100 # the advisor samples every site it is due to, however short the run
 dir=$(mktemp -d "${TMPDIR:-/tmp}/zmpirun.XXXXXX")
 trap 'rm -rf "$dir"' EXIT INT TERM
 case $mode in
