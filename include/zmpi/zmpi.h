@@ -22,8 +22,9 @@
  * Every call falls back to the plain MPI call, with exactly MPI's result, when
  * compression cannot apply or was not configured: datatypes other than
  * MPI_FLOAT and MPI_DOUBLE, derived or non-contiguous datatypes (except in
- * point-to-point calls, which compress derived datatypes made only of
- * MPI_FLOAT or only of MPI_DOUBLE as their packed elements), operations
+ * point-to-point calls and in Bcast, Scatter, Gather, Allgather and
+ * Alltoall, which compress derived datatypes made only of MPI_FLOAT or only
+ * of MPI_DOUBLE as their packed elements), operations
  * other than MPI_SUM / MPI_MIN / MPI_MAX, intercommunicators, messages below
  * the size threshold, and codec failures (counted in ZMPI_Comm_get_stats).
  *

@@ -170,6 +170,8 @@ int zmpi_coll_run(const zmpi_coll_args *a)
         rc = zmpi_err(ZMPI_EK_ARG, "unknown collective call %d", (int)a->call);
         goto fn_fail;
     }
+    if (zmpi_coll_derived(a, &rc))
+        return rc;
     on = o->shape(a, &k);
     if (on == ZMPI_CALL_ERR) {
         rc = k.err;

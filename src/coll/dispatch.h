@@ -71,6 +71,13 @@ int zmpi_coll_run_blocks(zmpi_coll_call call, const void *sendbuf, int sendcount
  * an MPI error code; errors are raised on comm as MPI raises its own. */
 int zmpi_coll_run(const zmpi_coll_args *a);
 
+/* common/derived.c: a Bcast, Scatter, Gather, Allgather or Alltoall whose
+ * datatype on this rank is derived of one floating-point type runs as the
+ * same call on the basic type, packed and unpacked here. Returns 1 with the
+ * call's result in *rc (errors raised on comm), or 0 if there is nothing to
+ * convert. */
+int zmpi_coll_derived(const zmpi_coll_args *a, int *rc);
+
 /* The arguments of an algorithm, in elements of the call's type (see the
  * signatures in registry.h). The dispatcher frees `owned` (free) and
  * `scratch` (zmpi_scratch_put) after the algorithm ran: the slots 0-3 are

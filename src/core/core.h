@@ -178,6 +178,7 @@ typedef struct zmpi_dtrun {
 typedef struct zmpi_dtinfo {
     atomic_int refs;
     int eligible;       /* built only of MPI_FLOAT, or only of MPI_DOUBLE, without overlaps */
+    int packable;       /* built only of one of them (overlaps allowed: it can be sent, not received) */
     MPI_Datatype basic; /* MPI_FLOAT or MPI_DOUBLE (eligible only) */
     zmpi_dtype dt;
     size_t es;          /* element size */
@@ -193,6 +194,8 @@ typedef struct zmpi_dtinfo {
  * reference (release with zmpi_dtinfo_release) to an eligible analysis, or
  * NULL when type is named, not eligible, or could not be analysed. */
 void zmpi_dtinfo_get(MPI_Datatype type, zmpi_dtinfo **out);
+/* As zmpi_dtinfo_get, also for a packable type that overlaps (a send side). */
+void zmpi_dtinfo_get_send(MPI_Datatype type, zmpi_dtinfo **out);
 void zmpi_dtinfo_release(zmpi_dtinfo *d);
 /* Copies `count` instances of d at buf into dst (count*n elements). */
 void zmpi_dtinfo_pack(const zmpi_dtinfo *d, const void *buf, size_t count, void *dst);

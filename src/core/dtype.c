@@ -303,9 +303,10 @@ static zmpi_dtinfo *analyse(MPI_Datatype type)
     atomic_init(&d->refs, 1);
     ZMPI_CHECK(walk(type, &w, &r));
     ZMPI_CHECK(PMPI_Type_get_extent(type, &lb, &d->extent));
-    if (w.bad || w.basic == MPI_DATATYPE_NULL || (r.n > 1 && overlaps(&r, w.es, &rc)) || rc)
-        goto fn_exit; /* not eligible (or no memory for the check: a cached "no" is still right) */
-    d->eligible = 1;
+    if (w.bad || w.basic == MPI_DATATYPE_NULL)
+        goto fn_exit; /* not made of one floating-point type */
+    d->packable = 1;
+    d->eligible = !(r.n > 1 && overlaps(&r, w.es, &rc)) && !rc; /* (no memory for the check: "no" is right) */
     d->basic = w.basic;
     d->dt = w.es == 4 ? ZMPI_FLOAT : ZMPI_DOUBLE;
     d->es = w.es;
@@ -363,15 +364,38 @@ void zmpi_dtinfo_keyval_free(int *key)
         PMPI_Type_free_keyval(key);
 }
 
+/* The cached analysis of type (a reference), NULL for a named type or
+ * when it could not be made. */
+static zmpi_dtinfo *cached(MPI_Datatype type);
+
 void zmpi_dtinfo_get(MPI_Datatype type, zmpi_dtinfo **out)
+{
+    zmpi_dtinfo *d = cached(type);
+    *out = NULL;
+    if (d && d->eligible)
+        *out = d;
+    else
+        zmpi_dtinfo_release(d);
+}
+
+void zmpi_dtinfo_get_send(MPI_Datatype type, zmpi_dtinfo **out)
+{
+    zmpi_dtinfo *d = cached(type);
+    *out = NULL;
+    if (d && d->packable)
+        *out = d;
+    else
+        zmpi_dtinfo_release(d);
+}
+
+static zmpi_dtinfo *cached(MPI_Datatype type)
 {
     int ni, na, nt, comb, flag = 0;
     void *val = NULL;
-    *out = NULL;
     zmpi_proc *p = zmpi_proc_get();
     if (!p || p->dtype_key == MPI_KEYVAL_INVALID || type == MPI_DATATYPE_NULL ||
         PMPI_Type_get_envelope(type, &ni, &na, &nt, &comb) != MPI_SUCCESS || comb == MPI_COMBINER_NAMED)
-        return;
+        return NULL;
     zmpi_dtinfo *d = NULL;
     if (PMPI_Type_get_attr(type, p->dtype_key, &val, &flag) == MPI_SUCCESS && flag) {
         d = val;
@@ -379,15 +403,12 @@ void zmpi_dtinfo_get(MPI_Datatype type, zmpi_dtinfo **out)
     } else {
         d = analyse(type);
         if (!d)
-            return;
+            return NULL;
         atomic_fetch_add(&d->refs, 1); /* the attribute's reference */
         if (PMPI_Type_set_attr(type, p->dtype_key, d) != MPI_SUCCESS)
             atomic_fetch_sub(&d->refs, 1);
     }
-    if (d->eligible)
-        *out = d;
-    else
-        zmpi_dtinfo_release(d);
+    return d;
 }
 
 void zmpi_dtinfo_pack(const zmpi_dtinfo *d, const void *buf, size_t count, void *dst)
