@@ -1,0 +1,28 @@
+#!/bin/sh
+# preload_semantics (MPI's point-to-point promises) plain and under
+# libzmpi_preload.so:
+#
+#   run_semantics.sh MODE NRANKS PRELOAD_LIB PROG MPIEXEC [MPIEXEC_FLAGS...]
+#
+# MODE: plain (no preload, exact), eb (ZMPI_EB=1e-3 ZMPI_EB_MODE=abs: floats
+# within 1e-3), lossless (ZMPI_CODEC=zstd: exact). Every ZMPI_ variable of the
+# caller's environment is removed first.
+set -eu
+mode=$1 n=$2 lib=$3 prog=$4
+shift 4
+for v in $(env | sed -n 's/^\(ZMPI_[A-Za-z0-9_]*\)=.*/\1/p'); do
+    unset "$v"
+done
+dir=$(mktemp -d "${TMPDIR:-/tmp}/zmpi-semantics.XXXXXX")
+trap 'rm -rf "$dir"' EXIT INT TERM
+case $mode in
+    plain) "$@" -n "$n" "$prog" 0; exit 0 ;;
+    eb) "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_EB=1e-3 ZMPI_EB_MODE=abs ZMPI_REPORT="$dir" "$prog" 1e-3 ;;
+    lossless) "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_CODEC=zstd ZMPI_REPORT="$dir" "$prog" 0 ;;
+    *) echo "run_semantics.sh: unknown mode $mode" >&2; exit 2 ;;
+esac
+# the report's MPI_COMM_WORLD totals: messages went compressed
+z=$(sed -n 's/.*"zmpi": {[^}]*"compressed": \([0-9]*\), "bytes_raw": \([0-9]*\), "bytes_sent": \([0-9]*\)}.*/\1 \2 \3/p' "$dir"/*.zmpi.json)
+echo "run_semantics.sh: compressed, bytes raw, bytes sent: $z"
+set -- $z
+[ "${1:-0}" -gt 0 ] && [ "$3" -lt "$2" ] || { echo "run_semantics.sh: nothing compressed"; exit 1; }
