@@ -10,11 +10,7 @@
 set -eu
 n=$1 lib=$2 prog=$3 python=$4
 shift 4
-for v in $(env | sed -n 's/^\(ZMPI_[A-Za-z0-9_]*\)=.*/\1/p'); do
-    unset "$v"
-done
-dir=$(mktemp -d "${TMPDIR:-/tmp}/zmpi-fortran.XXXXXX")
-trap 'rm -rf "$dir"' EXIT INT TERM
+. "$(dirname "$0")/common.sh" # no ZMPI_ variable of the caller; $dir
 "$@" -n "$n" env LD_PRELOAD="$lib" "$prog" 0
 "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_EB=1e-3 ZMPI_EB_MODE=abs ZMPI_REPORT="$dir/report" "$prog" 1e-3
 "$python" - "$dir/report" <<'PY'

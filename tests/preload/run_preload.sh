@@ -22,11 +22,7 @@
 set -eu
 mode=$1 n=$2 lib=$3 prog=$4 python=$5 check=$6
 shift 6
-for v in $(env | sed -n 's/^\(ZMPI_[A-Za-z0-9_]*\)=.*/\1/p'); do
-    unset "$v"
-done
-dir=$(mktemp -d "${TMPDIR:-/tmp}/zmpi-preload.XXXXXX")
-trap 'rm -rf "$dir"' EXIT INT TERM
+. "$(dirname "$0")/common.sh" # no ZMPI_ variable of the caller; $dir
 case $mode in
     plain) "$@" -n "$n" "$prog" 0 ;;
     exact) "$@" -n "$n" env LD_PRELOAD="$lib" "$prog" 0 --expect-preload ;;

@@ -8,11 +8,7 @@
 set -eu
 lib=$1 prog=$2 cli=$3
 shift 3
-for v in $(env | sed -n 's/^\(ZMPI_[A-Za-z0-9_]*\)=.*/\1/p'); do
-    unset "$v"
-done
-dir=$(mktemp -d "${TMPDIR:-/tmp}/zmpi-report-cli.XXXXXX")
-trap 'rm -rf "$dir"' EXIT INT TERM
+. "$(dirname "$0")/common.sh" # no ZMPI_ variable of the caller; $dir
 "$@" -n 2 env LD_PRELOAD="$lib" ZMPI_SAMPLE_BUDGET=100 ZMPI_EB=1e-3 ZMPI_EB_MODE=abs ZMPI_REPORT="$dir" "$prog" 1e-3 --expect-preload
 "$cli" report "$dir"/*.zmpi.json --plot "$dir/sites.png" >"$dir/out"
 cat "$dir/out"

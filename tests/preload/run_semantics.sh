@@ -10,11 +10,7 @@
 set -eu
 mode=$1 n=$2 lib=$3 prog=$4
 shift 4
-for v in $(env | sed -n 's/^\(ZMPI_[A-Za-z0-9_]*\)=.*/\1/p'); do
-    unset "$v"
-done
-dir=$(mktemp -d "${TMPDIR:-/tmp}/zmpi-semantics.XXXXXX")
-trap 'rm -rf "$dir"' EXIT INT TERM
+. "$(dirname "$0")/common.sh" # no ZMPI_ variable of the caller; $dir
 case $mode in
     plain) "$@" -n "$n" "$prog" 0; exit 0 ;;
     eb) "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_EB=1e-3 ZMPI_EB_MODE=abs ZMPI_REPORT="$dir" "$prog" 1e-3 ;;

@@ -17,12 +17,8 @@
 #   usage   zmpirun without -n: exit status 2 and a message
 set -eu
 mode=$1 zmpirun=$2 prog=$3 python=$4 check=$5 policy=${6:-}
-for v in $(env | sed -n 's/^\(ZMPI_[A-Za-z0-9_]*\)=.*/\1/p'); do
-    unset "$v"
-done
+. "$(dirname "$0")/common.sh" # no ZMPI_ variable of the caller; $dir
 export ZMPI_SAMPLE_BUDGET=100 # the advisor samples every site it is due to, however short the run
-dir=$(mktemp -d "${TMPDIR:-/tmp}/zmpirun.XXXXXX")
-trap 'rm -rf "$dir"' EXIT INT TERM
 case $mode in
     eb)
         "$zmpirun" --eb 1e-3 --abs --report "$dir/report" -n 2 "$prog" 1e-3 --expect-preload
