@@ -416,6 +416,8 @@ static const zmpi_setting settings[] = {
      "libzmpi_preload.so: percent of the application's time the advisor's sampling may take (a sample is skipped when it would exceed it); 100: no limit",
      check_percent},
     {"ZMPI_DATA", "../shared/data", "tools: the data directory or file of the demo and zmpi-bench", NULL},
+    {"ZMPI_PYTHON", "unset", "tools: the Python interpreter of `zmpi report` (default: the project's .venv, else python3)",
+     NULL},
     {"ZMPI_FUZZ_SECONDS", "8", "tools: seconds per fuzz target in scripts/test", NULL},
 };
 

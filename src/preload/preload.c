@@ -9,6 +9,7 @@
  * (zmpi falls back to the PMPI_ call when no bound is configured).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,62 +169,93 @@ static void copy_instances(const void *src, void *dst, int got, MPI_Datatype dat
  * when comm compresses datatype, the exchange goes through ZMPI_Sendrecv into
  * a temporary buffer of the datatype's span, and the instances received
  * replace buf's first ones. Otherwise PMPI_Sendrecv_replace. */
+static int sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
+                            int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    MPI_Aint lb = 0, ext = 0, tlb = 0, text = 0;
+    if (count <= 0 || !compressing(datatype, comm) || PMPI_Type_get_extent(datatype, &lb, &ext) ||
+        PMPI_Type_get_true_extent(datatype, &tlb, &text) || ext <= 0 || text < 0)
+        return PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
+    MPI_Status st;
+    int got = 0, rc;
+    size_t span = (size_t)(count - 1) * (size_t)ext + (size_t)text;
+    unsigned char *tmp = malloc(span ? span : 1);
+    if (!tmp) {
+        PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM);
+        return MPI_ERR_NO_MEM;
+    }
+    unsigned char *base = tmp - tlb; /* where instance 0 starts, as buf */
+    rc = ZMPI_Sendrecv(buf, count, datatype, dest, sendtag, base, count, datatype, source, recvtag, comm, &st);
+    if (rc == MPI_SUCCESS && ZMPI_Get_count(&st, datatype, &got) == MPI_SUCCESS && got > 0 && got != MPI_UNDEFINED)
+        copy_instances(base, buf, got, datatype, comm);
+    if (status != MPI_STATUS_IGNORE)
+        *status = st;
+    free(tmp);
+    return rc;
+}
+
 ZP_EXPORT int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
                                    int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
     zp_frame f;
     zp_begin(&f, ZP_MPI_Sendrecv_replace, __builtin_return_address(0), comm);
-    MPI_Aint lb = 0, ext = 0, tlb = 0, text = 0;
-    int rc;
-    if (count <= 0 || !compressing(datatype, comm) || PMPI_Type_get_extent(datatype, &lb, &ext) ||
-        PMPI_Type_get_true_extent(datatype, &tlb, &text) || ext <= 0 || text < 0) {
-        rc = PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
-    } else {
-        MPI_Status st;
-        int got = 0;
-        size_t span = (size_t)(count - 1) * (size_t)ext + (size_t)text;
-        unsigned char *tmp = malloc(span ? span : 1);
-        if (!tmp) {
-            PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM);
-            rc = MPI_ERR_NO_MEM;
-        } else {
-            unsigned char *base = tmp - tlb; /* where instance 0 starts, as buf */
-            rc = ZMPI_Sendrecv(buf, count, datatype, dest, sendtag, base, count, datatype, source, recvtag, comm,
-                               &st);
-            if (rc == MPI_SUCCESS && ZMPI_Get_count(&st, datatype, &got) == MPI_SUCCESS && got > 0 &&
-                got != MPI_UNDEFINED)
-                copy_instances(base, buf, got, datatype, comm);
-            if (status != MPI_STATUS_IGNORE)
-                *status = st;
-            free(tmp);
-        }
-    }
+    int rc = sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
     zp_end(&f, rc, rc == MPI_SUCCESS ? zp_bytes(count, datatype) : 0, buf, count, datatype);
     return rc;
 }
 
-/* A persistent receive is MPI's own and cannot decode a zmpi stream: when
- * comm compresses datatype, creating one is an error (MPI_ERR_UNSUPPORTED_OPERATION
- * through comm's handler) rather than data silently replaced by a stream's
- * bytes. Otherwise PMPI_Recv_init. */
-ZP_EXPORT int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
-                            MPI_Request *request)
+/* MPI's own receives that zmpi does not route (persistent receives,
+ * MPI_Isendrecv...) could not decode a zmpi stream: while comm compresses
+ * datatype, such a call is refused (MPI_ERR_UNSUPPORTED_OPERATION through
+ * comm's handler, with a message) rather than delivering a stream's bytes.
+ * The wrappers marked refuse= in mpi_functions.txt call it first. */
+/* Prints "zmpi: rank R: CALL WHY" and raises code on comm; returns code. */
+static int refused(MPI_Comm comm, int code, const char *call, const char *why)
+{
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    fprintf(stderr, "zmpi: rank %d: %s %s\n", rank, call, why);
+    if (comm != MPI_COMM_NULL)
+        PMPI_Comm_call_errhandler(comm, code);
+    return code;
+}
+
+int zp_refuse(MPI_Count count, MPI_Datatype datatype, MPI_Comm comm, const char *call)
+{
+    if (count <= 0 || !compressing(datatype, comm))
+        return MPI_SUCCESS;
+    return refused(comm, MPI_ERR_UNSUPPORTED_OPERATION, call,
+                   "of floating-point data while zmpi compresses it (a bound or a lossless codec is set): MPI's "
+                   "own receive cannot decode compressed messages; use MPI_Irecv (and MPI_Isend)");
+}
+
+int zp_count_error(MPI_Comm comm, const char *call)
+{
+    return refused(comm, MPI_ERR_COUNT, call,
+                   "with a count beyond INT_MAX while zmpi compresses (its receive could not decode a compressed "
+                   "message otherwise): send in parts of at most INT_MAX elements");
+}
+
+#if MPI_VERSION >= 4
+/* The MPI-4 large-count bindings of the calls above and of MPI_Mrecv /
+ * MPI_Imrecv (mpi4py 4 calls only these). MPI_Sendrecv_replace_c: a count
+ * that fits in an int takes MPI_Sendrecv_replace's path; a larger one is
+ * MPI's own call when nothing is compressed, else an error (MPI's receive
+ * could not decode a stream). */
+ZP_EXPORT int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag,
+                                     int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
     zp_frame f;
-    zp_begin(&f, ZP_MPI_Recv_init, __builtin_return_address(0), MPI_COMM_NULL);
+    zp_begin(&f, ZP_MPI_Sendrecv_replace_c, __builtin_return_address(0), comm);
     int rc;
-    if (count > 0 && compressing(datatype, comm)) {
-        int rank = 0;
-        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        fprintf(stderr,
-                "zmpi: rank %d: MPI_Recv_init of floating-point data while zmpi compresses it (ZMPI_EB is set): "
-                "persistent receives cannot decode compressed messages; use MPI_Irecv, or run without a bound\n",
-                rank);
-        rc = MPI_ERR_UNSUPPORTED_OPERATION;
-        PMPI_Comm_call_errhandler(comm, rc);
-    } else {
-        rc = PMPI_Recv_init(buf, count, datatype, source, tag, comm, request);
-    }
-    zp_end(&f, rc, 0, NULL, 0, MPI_DATATYPE_NULL);
+    if (count >= INT_MIN && count <= INT_MAX)
+        rc = sendrecv_replace(buf, (int)count, datatype, dest, sendtag, source, recvtag, comm, status);
+    else if (!f.route)
+        rc = PMPI_Sendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
+    else
+        rc = zp_count_error(comm, "MPI_Sendrecv_replace_c");
+    zp_end(&f, rc, rc == MPI_SUCCESS ? zp_bytes(count, datatype) : 0, buf, zp_clamp(count), datatype);
     return rc;
 }
+
+#endif

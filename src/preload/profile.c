@@ -487,7 +487,7 @@ int zp_init(void)
 
 /* ---- bytes ---- */
 
-unsigned long long zp_bytes(int count, MPI_Datatype datatype)
+unsigned long long zp_bytes(MPI_Count count, MPI_Datatype datatype)
 {
     MPI_Count size = 0;
     if (count <= 0 || datatype == MPI_DATATYPE_NULL || PMPI_Type_size_x(datatype, &size) != MPI_SUCCESS ||
@@ -507,7 +507,7 @@ static int group_size(MPI_Comm comm)
     return n;
 }
 
-unsigned long long zp_bytes_n(int count, MPI_Datatype datatype, MPI_Comm comm)
+unsigned long long zp_bytes_n(MPI_Count count, MPI_Datatype datatype, MPI_Comm comm)
 {
     return zp_bytes(count, datatype) * (unsigned long long)group_size(comm);
 }

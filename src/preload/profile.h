@@ -12,6 +12,7 @@
 #ifndef ZMPI_PRELOAD_PROFILE_H
 #define ZMPI_PRELOAD_PROFILE_H
 
+#include <limits.h>
 #include <mpi.h>
 #include <stdint.h>
 
@@ -40,15 +41,28 @@ void zp_begin(zp_frame *f, int call, void *ra, MPI_Comm comm);
  * destination; buf NULL if none or not sampled) for the advisor. */
 void zp_end(zp_frame *f, int rc, unsigned long long bytes, const void *buf, int count, MPI_Datatype datatype);
 
+/* A large-count receive capacity as an int: at most INT_MAX. */
+static inline int zp_clamp(MPI_Count count)
+{
+    return count > INT_MAX ? INT_MAX : count < INT_MIN ? INT_MIN : (int)count;
+}
+/* A receive MPI makes itself (persistent, MPI_Isendrecv, ...): MPI_SUCCESS,
+ * or, while zmpi compresses datatype on comm, MPI_ERR_UNSUPPORTED_OPERATION
+ * raised on comm with a message naming call (preload.c). */
+int zp_refuse(MPI_Count count, MPI_Datatype datatype, MPI_Comm comm, const char *call);
+/* A large-count call zmpi cannot take (narrow=clamp): the message, the
+ * error MPI_ERR_COUNT raised on comm; returns it (preload.c). */
+int zp_count_error(MPI_Comm comm, const char *call);
+
 /* Monotonic time in nanoseconds (clock_gettime(CLOCK_MONOTONIC)). */
 uint64_t zp_clock(void);
 
 /* count x PMPI_Type_size_x(datatype); 0 for a negative count, a null or
- * invalid datatype. */
-unsigned long long zp_bytes(int count, MPI_Datatype datatype);
+ * invalid datatype. (MPI_Count: an int count or a large-count binding's.) */
+unsigned long long zp_bytes(MPI_Count count, MPI_Datatype datatype);
 /* zp_bytes(count, datatype) x the size of comm (its remote group's for an
  * intercommunicator). */
-unsigned long long zp_bytes_n(int count, MPI_Datatype datatype, MPI_Comm comm);
+unsigned long long zp_bytes_n(MPI_Count count, MPI_Datatype datatype, MPI_Comm comm);
 /* The sum of zp_bytes(counts[i], datatype) over the size of comm (as
  * zp_bytes_n); 0 if counts is NULL. */
 unsigned long long zp_bytes_v(const int counts[], MPI_Datatype datatype, MPI_Comm comm);

@@ -6,7 +6,8 @@
 1. Every ZMPI_X that include/zmpi/zmpi.h declares and whose MPI_X is listed
    is marked zmpi (the preload routes every call zmpi implements), and every
    function marked zmpi has its ZMPI_ namesake in zmpi.h, with the same
-   parameter types.
+   parameter types. Every large-count binding marked narrow (MPI_X_c) has
+   ZMPI_X in zmpi.h, with the same parameter types but int for MPI_Count.
 2. gen_wrappers.py exits non-zero, naming the line, on malformed lists.
 """
 import os
@@ -31,7 +32,7 @@ def main():
     gen, listing, header = sys.argv[1:4]
     text = " ".join(open(header).read().split())
     zmpi = {m.group(1): m.group(2) for m in re.finditer(r"ZMPI_API int ZMPI_(\w+)\(([^)]*)\);", text)}
-    listed, marked = {}, set()
+    listed, marked, narrow = {}, set(), set()
     for line in open(listing):
         line = line.strip()
         if not line or line.startswith("#"):
@@ -41,6 +42,8 @@ def main():
         listed[m.group(1)] = m.group(2)
         if "zmpi" in marks.split():
             marked.add(m.group(1))
+        if "narrow" in marks.split():
+            narrow.add(m.group(1))
     errors = []
     for name in sorted(set(zmpi) & set(listed)):
         if name not in marked:
@@ -49,6 +52,13 @@ def main():
             errors.append(f"MPI_{name}: parameter types differ from ZMPI_{name}'s: {listed[name]} / {zmpi[name]}")
     for name in sorted(marked - set(zmpi)):
         errors.append(f"MPI_{name} is marked zmpi, but zmpi.h declares no ZMPI_{name}")
+    for name in sorted(narrow):
+        base = name[:-2]
+        if not name.endswith("_c") or base not in zmpi:
+            errors.append(f"MPI_{name} is marked narrow, but zmpi.h declares no ZMPI_{base}")
+        elif [t.replace("MPI_Count", "int") for t in types(listed[name])] != types(zmpi[base]):
+            errors.append(f"MPI_{name}: parameter types differ from ZMPI_{base}'s (MPI_Count as int): "
+                          f"{listed[name]} / {zmpi[base]}")
 
     bad = {
         "no prototype": "MPI_Send(int x)\n",
@@ -57,6 +67,8 @@ def main():
         "bytes= names no parameter": "int MPI_Send(int count, MPI_Datatype datatype) | bytes=n,datatype\n",
         "bytes=...[] without a communicator": "int MPI_Send(const int counts[], MPI_Datatype t) | bytes=counts[],t\n",
         "two of hand/skip/zmpi": "int MPI_Send(int count) | hand skip\n",
+        "narrow, not a large-count binding": "int MPI_Send(int count) | narrow\n",
+        "narrow without an MPI_Count": "int MPI_Send_c(int count) | narrow\n",
         "listed twice": "int MPI_Send(int count)\nint MPI_Send(int count)\n",
         "variadic, not hand-written": "int MPI_Pcontrol(const int level, ...)\n",
     }
@@ -71,7 +83,8 @@ def main():
                 errors.append(f"gen_wrappers.py accepted a list with {what} (exit {r.returncode}: {r.stderr.strip()})")
     if errors:
         sys.exit("preload.list: FAIL:\n  " + "\n  ".join(errors))
-    print(f"preload.list: OK: {len(marked)} functions routed to zmpi, {len(listed)} listed; "
+    print(f"preload.list: OK: {len(marked)} functions and {len(narrow)} large-count bindings routed to zmpi, "
+          f"{len(listed)} listed; "
           f"{len(bad)} malformed lists rejected")
 
 

@@ -24,8 +24,22 @@ zp_rc for a function returning int (MPI_SUCCESS otherwise); BYTES is the
 expression of the function's bytes= mark (0 without one), evaluated after
 the call and only when it returned MPI_SUCCESS; DATA is `BUF, COUNT, TYPE`
 of a data=BUF mark (the bytes= mark's count and type: the advisor samples
-the data), `NULL, 0, MPI_DATATYPE_NULL` without one. Python 3
-standard library only; the output depends on LIST alone. Exits with a
+the data), `NULL, 0, MPI_DATATYPE_NULL` without one.
+
+Marked refuse=COUNT,TYPE (a receive MPI makes itself), the call is
+zp_refuse(COUNT, TYPE, comm, "MPI_Name") first, MPI's call only if that
+returned MPI_SUCCESS.
+
+A large-count binding MPI_Name_c marked narrow calls ZMPI_Name with its
+MPI_Count parameters as int when zmpi routes and they all fit in an int,
+else PMPI_Name_c (MPI's own call: plain data, which any receive takes).
+Marked narrow=clamp:P[,P...] (the receive capacities P of a call that
+receives), zmpi's receive always takes it when zmpi routes, with P clamped
+to INT_MAX (only a message of more elements fails, truncated); the other
+MPI_Count parameters must fit in an int, else the call is an error
+(MPI_ERR_COUNT through the communicator's handler): MPI's own receive could
+not decode a compressed message. Python 3 standard library only; the output
+depends on LIST alone. Exits with a
 message naming the line for a malformed line.
 """
 import re
@@ -78,14 +92,22 @@ def parse(path):
                 if not m:
                     raise ListError("not 'RETURN_TYPE MPI_Name(PARAMETERS) [| MARK ...]'")
                 fn = {"ret": m.group("ret"), "name": m.group("name"), "params": m.group("params").strip(),
-                      "hand": False, "skip": False, "zmpi": False, "only": None, "bytes": None, "data": None}
+                      "hand": False, "skip": False, "zmpi": False, "narrow": False, "clamp": [], "only": None,
+                      "bytes": None, "data": None, "refuse": None}
                 if fn["name"] in names:
                     raise ListError(f"{fn['name']} listed twice")
                 names.add(fn["name"])
                 for mark in marks.split():
-                    if mark in ("hand", "skip", "zmpi"):
+                    if mark in ("hand", "skip", "zmpi", "narrow"):
                         fn[mark] = True
-                    elif mark in ("only=mpich", "only=openmpi"):
+                    elif mark.startswith("refuse="):
+                        fn["refuse"] = mark[len("refuse="):].split(",")
+                        if len(fn["refuse"]) != 2:
+                            raise ListError(f"malformed mark '{mark}'")
+                    elif mark.startswith("narrow=clamp:"):
+                        fn["narrow"] = True
+                        fn["clamp"] = mark[len("narrow=clamp:"):].split(",")
+                    elif mark in ("only=mpich", "only=openmpi", "only=mpi4"):
                         fn["only"] = mark[5:]
                     elif mark.startswith("data="):
                         fn["data"] = mark[5:]
@@ -98,8 +120,8 @@ def parse(path):
                         fn["bytes"] = b
                     else:
                         raise ListError(f"unknown mark '{mark}'")
-                if fn["hand"] + fn["skip"] + fn["zmpi"] > 1:
-                    raise ListError("at most one of hand, skip, zmpi")
+                if fn["hand"] + fn["skip"] + fn["zmpi"] + fn["narrow"] > 1:
+                    raise ListError("at most one of hand, skip, zmpi, narrow")
                 if fn["params"] == "void":
                     fn["args"] = []
                 elif fn["hand"] or fn["skip"]:
@@ -108,6 +130,14 @@ def parse(path):
                     fn["args"] = [param_name(p) for p in split_params(fn["params"])]
                     if "..." in fn["args"]:
                         raise ListError("a variadic function must be hand-written")
+                if fn["narrow"]:
+                    check_narrow(fn)
+                if fn["refuse"]:
+                    if fn["zmpi"] or fn["narrow"] or fn["hand"] or fn["skip"]:
+                        raise ListError("refuse= goes with none of hand, skip, zmpi, narrow")
+                    if any(n not in fn["args"] for n in fn["refuse"]):
+                        raise ListError(f"refuse= names a parameter {fn['name']} does not have")
+                    comm_param(fn)
                 if fn["bytes"]:
                     check_bytes(fn)
                 if fn["data"] and (not fn["bytes"] or (fn["args"] is not None and fn["data"] not in fn["args"])):
@@ -116,6 +146,26 @@ def parse(path):
             except ListError as e:
                 sys.exit(f"{path}:{lineno}: {e}")
     return funcs
+
+
+def count_params(fn):
+    """The names of the scalar MPI_Count parameters."""
+    return [param_name(p) for p in split_params(fn["params"]) if re.match(r"^MPI_Count\s+\w+$", p)]
+
+
+def check_narrow(fn):
+    if not fn["name"].endswith("_c") or fn["ret"] != "int":
+        raise ListError("narrow marks a large-count binding: int MPI_Name_c(...)")
+    if not count_params(fn):
+        raise ListError(f"narrow: {fn['name']} has no MPI_Count parameter")
+    if any(re.search(r"\bMPI_Count\b", p) and not re.match(r"^MPI_Count\s+\w+$", p)
+           for p in split_params(fn["params"])):
+        raise ListError(f"narrow: {fn['name']} has an MPI_Count array or pointer (not narrowed)")
+    for c in fn["clamp"]:
+        if c not in count_params(fn):
+            raise ListError(f"narrow=clamp:{c}: not an MPI_Count parameter of {fn['name']}")
+    if [c for c in count_params(fn) if c not in fn["clamp"]] and fn["clamp"]:
+        comm_param(fn)  # the error of a count that does not fit is raised on it
 
 
 def comm_param(fn):
@@ -158,7 +208,26 @@ def bytes_expr(fn):
     return f"(zp_rc == MPI_SUCCESS ? {e} : 0)"
 
 
-GUARD = {"mpich": "defined(MPICH_VERSION)", "openmpi": "defined(OPEN_MPI)"}
+def narrow_call(fn, args, comm):
+    """The call of a narrow large-count wrapper (the module docstring)."""
+    counts = count_params(fn)
+    must = [c for c in counts if c not in fn["clamp"]]
+    fits = " && ".join(f"{c} >= INT_MIN && {c} <= INT_MAX" for c in must) or "1"
+    narrowed = ", ".join(f"zp_clamp({a})" if a in fn["clamp"] else f"(int){a}" if a in counts else a
+                         for a in fn["args"])
+    zcall = f"ZMPI_{fn['name'][4:-2]}({narrowed})"
+    pcall = f"PMPI_{fn['name'][4:]}({args})"
+    if not fn["clamp"]:
+        return ["    int zp_rc;", f"    if (zp_f.route && {fits})", f"        zp_rc = {zcall};", "    else",
+                f"        zp_rc = {pcall};"]
+    if not must:
+        return [f"    int zp_rc = zp_f.route ? {zcall} : {pcall};"]
+    return ["    int zp_rc;", "    if (!zp_f.route)", f"        zp_rc = {pcall};", f"    else if ({fits})",
+            f"        zp_rc = {zcall};", "    else",
+            f"        zp_rc = zp_count_error({comm}, \"{fn['name']}\");"]
+
+
+GUARD = {"mpich": "defined(MPICH_VERSION)", "openmpi": "defined(OPEN_MPI)", "mpi4": "MPI_VERSION >= 4"}
 
 
 def write_h(funcs, path):
@@ -177,6 +246,8 @@ def write_c(funcs, path, header):
            '#include "preload/profile.h"',
            f'#include "{header}"',
            "",
+           "#include <limits.h>",
+           "",
            "#include <zmpi/zmpi.h>",
            "",
            "/* The wrappers of deprecated functions (MPI_Attr_get, ...) call their",
@@ -190,23 +261,30 @@ def write_c(funcs, path, header):
         if fn["skip"] or fn["hand"]:
             continue
         args = ", ".join(fn["args"])
-        call = f"PMPI_{fn['name'][4:]}({args})"
+        call = [f"    {fn['ret']} zp_rc = PMPI_{fn['name'][4:]}({args});"]
         comm = "MPI_COMM_NULL"
-        if fn["zmpi"]:
-            call = f"zp_f.route ? ZMPI_{fn['name'][4:]}({args}) : {call}"
+        if fn["zmpi"] or fn["narrow"]:
             try:
                 comm = comm_param(fn)
             except ListError:
                 pass
+        if fn["zmpi"]:
+            call = [f"    {fn['ret']} zp_rc = zp_f.route ? ZMPI_{fn['name'][4:]}({args}) : PMPI_{fn['name'][4:]}({args});"]
+        elif fn["narrow"]:
+            call = narrow_call(fn, args, comm)
+        elif fn["refuse"]:
+            cnt, typ = fn["refuse"]
+            call = [f"    int zp_rc = zp_refuse({cnt}, {typ}, {comm_param(fn)}, \"{fn['name']}\");",
+                    "    if (zp_rc == MPI_SUCCESS)", f"        zp_rc = PMPI_{fn['name'][4:]}({args});"]
         data = "NULL, 0, MPI_DATATYPE_NULL"
         if fn["data"]:
-            data = f"{fn['data']}, {fn['bytes'].group('count')}, {fn['bytes'].group('type')}"
+            cnt = fn["bytes"].group("count")
+            data = f"{fn['data']}, {'zp_clamp(' + cnt + ')' if fn['narrow'] else cnt}, {fn['bytes'].group('type')}"
         rc = "zp_rc" if fn["ret"] == "int" else "MPI_SUCCESS"
         body = [f"ZP_EXPORT {fn['ret']} {fn['name']}({fn['params']})",
                 "{",
                 "    zp_frame zp_f;",
-                f"    zp_begin(&zp_f, ZP_{fn['name']}, __builtin_return_address(0), {comm});",
-                f"    {fn['ret']} zp_rc = {call};",
+                f"    zp_begin(&zp_f, ZP_{fn['name']}, __builtin_return_address(0), {comm});"] + call + [
                 f"    zp_end(&zp_f, {rc}, {bytes_expr(fn)}, {data});",
                 "    return zp_rc;",
                 "}"]
