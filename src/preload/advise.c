@@ -153,6 +153,10 @@ static void measure_rung(int rung, const void *x, size_t n, zmpi_dtype dt, void 
     s->raw[rung] = (double)(n * zmpi_dtype_size(dt));
     s->comp[rung] = s->raw[rung];
     s->err[rung] = INFINITY;
+    /* one thread: the model's speeds are per thread, and an OpenMP team
+     * would keep spinning on the cores the program's ranks run on */
+    if (ctx)
+        zmpi_ctx_set_param(ctx, ZMPI_P_THREADS, 1);
     if (!ctx || zmpi_ctx_set_codec(ctx, codec) != ZMPI_OK ||
         (mode != ZMPI_EB_NONE && zmpi_ctx_set_bound(ctx, mode, eb) != ZMPI_OK)) {
         zmpi_ctx_free(ctx);

@@ -30,7 +30,7 @@ typedef struct {
     _Atomic uint64_t key;
     atomic_int kind; /* 0 not known yet, 1 program address, 2 inside an MPI language binding */
     _Atomic unsigned long long count, ns, ns_max, ns_min_c, sends, bytes, bytes_max, bytes_min_c, wire, compressed,
-        fb[ZP_NFB], ns_comp, ns_decomp, flt, elems;
+        fb[ZP_NFB], ns_comp, ns_decomp, flt, elems, ns_sampling;
     atomic_int nranks, dtsize;
     atomic_int policy; /* ZMPI_INCLUDE_SITES / ZMPI_EXCLUDE_SITES: 0 not decided yet, 1 compress, 2 plain */
     unsigned nsamples;
@@ -211,9 +211,11 @@ static void add_sample(zp_slot *s, const zp_sample *x)
 }
 
 /* 1 if sampling `bytes` more (at most 1 MiB of them) keeps the time spent
- * sampling within the budget's share of the application's time so far; the
- * cost per byte is what the samples so far took (3 ns before the first). */
-static int within_budget(unsigned long long bytes)
+ * sampling within the budget's share of the application's time so far and,
+ * after a site's first sample, of the time the site's own calls took (so
+ * that no burst of samples weighs on a few calls); the cost per byte is
+ * what the samples so far took (3 ns before the first). */
+static int within_budget(const zp_slot *s, unsigned long long bytes, unsigned taken)
 {
     if (zp.budget >= 1)
         return 1;
@@ -222,7 +224,10 @@ static int within_budget(unsigned long long bytes)
     const double per_byte = sampled > 0 ? spent / sampled : 3.0;
     const double next = per_byte * (double)(bytes < (1u << 20) ? bytes : (1u << 20));
     const uint64_t t = atomic_load_explicit(&zp.t_init, memory_order_relaxed);
-    return t && spent + next <= zp.budget * (double)(zp_clock() - t);
+    if (!t || spent + next > zp.budget * (double)(zp_clock() - t))
+        return 0;
+    const double site_spent = (double)atomic_load_explicit(&s->ns_sampling, memory_order_relaxed);
+    return taken == 0 || site_spent + next <= zp.budget * (double)atomic_load_explicit(&s->ns, memory_order_relaxed);
 }
 
 /* A sending call: its bytes, and its data when zmpi can compress it. */
@@ -244,11 +249,13 @@ static void add_send(zp_slot *s, const zp_frame *f, unsigned long long bytes, co
     unsigned taken = s->nsamples;
     pthread_mutex_unlock(&zp.sample_lock);
     zp_sample x;
-    if (!zp_sample_due(nth, taken, zp.samples) || !within_budget(bytes))
+    if (!zp_sample_due(nth, taken, zp.samples) || !within_budget(s, bytes, taken))
         return;
     const uint64_t t0 = zp_clock();
     int took = zp_sample_take(buf, count, type, f->comm, &x);
-    add(&zp.sample_ns, zp_clock() - t0);
+    const uint64_t dt = zp_clock() - t0;
+    add(&zp.sample_ns, dt);
+    add(&s->ns_sampling, dt);
     if (took) {
         add(&zp.sample_bytes, (unsigned long long)x.raw[0]);
         add_sample(s, &x);
@@ -343,7 +350,7 @@ void zp_sites_reset(void)
         zp_slot *s = &zp.sites[i];
         _Atomic unsigned long long *c[] = {&s->count, &s->ns, &s->ns_max, &s->ns_min_c, &s->sends, &s->bytes,
                                            &s->bytes_max, &s->bytes_min_c, &s->wire, &s->compressed,
-                                           &s->ns_comp, &s->ns_decomp, &s->flt, &s->elems};
+                                           &s->ns_comp, &s->ns_decomp, &s->flt, &s->elems, &s->ns_sampling};
         for (size_t j = 0; j < sizeof c / sizeof c[0]; j++)
             atomic_store(c[j], 0);
         for (int j = 0; j < ZP_NFB; j++)
