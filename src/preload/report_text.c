@@ -75,7 +75,12 @@ static void text_header(FILE *f, const zp_run *r)
         fprintf(f, "@ MPI Task Assignment      : %d %s\n", i, r->hosts + (size_t)i * MPI_MAX_PROCESSOR_NAME);
     fprintf(f, "@ zmpi version             : %s (libzmpi_preload.so)\n", zmpi_version());
     fprintf(f, "@ zmpi mode                : %s\n", mode_name(r));
-    fprintf(f, "@ zmpi setting             : %s\n\n", rung);
+    fprintf(f, "@ zmpi setting             : %s\n", rung);
+    unsigned long long tb = 0, tw = 0;
+    for (int i = 0; i < r->nsites; i++)
+        tb += r->sites[i].all.bytes, tw += r->sites[i].all.wire;
+    fprintf(f, "@ zmpi bytes sent          : %llu asked, %llu on the wire (ratio %.2f; every communicator)\n\n", tb,
+            tw, tw ? (double)tb / (double)tw : 1.0);
 }
 
 static void text_mpi_time(FILE *f, const zp_run *r)
@@ -391,7 +396,11 @@ void zp_write_json(FILE *f, const zp_run *r)
     for (int k = 0; k < ZP_NNET; k++)
         fprintf(f, "%s\"%s\": {\"bytes_per_s\": %.9g, \"latency_s\": %.9g}", k ? ", " : "", zp_nets[k].name,
                 zp_nets[k].bw, zp_nets[k].lat);
-    fprintf(f, "},\n \"zmpi\": {\"comm\": \"MPI_COMM_WORLD\", \"calls\": %llu, \"compressed\": %llu, "
+    unsigned long long tb = 0, tw = 0, tc = 0;
+    for (int i = 0; i < r->nsites; i++)
+        tb += r->sites[i].all.bytes, tw += r->sites[i].all.wire, tc += r->sites[i].all.compressed;
+    fprintf(f, "},\n \"totals\": {\"bytes\": %llu, \"bytes_wire\": %llu, \"compressed_calls\": %llu}", tb, tw, tc);
+    fprintf(f, ",\n \"zmpi\": {\"comm\": \"MPI_COMM_WORLD\", \"calls\": %llu, \"compressed\": %llu, "
                "\"bytes_raw\": %llu, \"bytes_sent\": %llu},\n \"calls\": [",
             r->zs[0], r->zs[1], r->zs[2], r->zs[3]);
     for (int i = 0, sep = 0; i < ZP_NCALLS; i++) {

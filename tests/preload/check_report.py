@@ -103,6 +103,10 @@ def check_sites(r, mode, calls):
             errors.append(f"site {s['id']} {s['call']}: compressed without settings")
     if mode == "profile" and (r.get("mode") != "profile-only" or r.get("setting") != "fzl abs 0.001"):
         errors.append(f"profile-only run: mode {r.get('mode')!r}, setting {r.get('setting')!r} (expected the bound's)")
+    t = r.get("totals", {})
+    if t.get("bytes") != sum(s["bytes"] for s in r.get("sites", [])) or \
+            t.get("bytes_wire") != sum(s["bytes_wire"] for s in r.get("sites", [])):
+        errors.append(f"totals {t} are not the sums of the sites")
     if per_call != calls:
         errors.append(f"sites' counts per call {per_call} differ from the calls' {calls}")
     sends = [s for s in r.get("sites", []) if s["call"] == "MPI_Send"]
