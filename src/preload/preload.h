@@ -158,6 +158,7 @@ typedef struct {
     int nrows;
     ZMPI_Config cfg; /* the collector's settings */
     int profile_only;
+    int routing; /* the ZMPI_ paths ran (some rank compresses) */
     char start[32], stop[32];
     long pid;
 } zp_run;

@@ -259,6 +259,7 @@ static int run_header(zp_run *r, int nranks)
     r->command = command_line(&r->exe_len, &r->exe);
     r->cfg = *zp_config();
     r->profile_only = zp_profile_only();
+    r->routing = zp_routing();
     time_t now = time(NULL);
     time_string(now, r->stop, sizeof r->stop);
     time_string(now - (time_t)zp_app_time(), r->start, sizeof r->start);

@@ -52,7 +52,7 @@ static double pct(double part, double whole)
 static const char *mode_name(const zp_run *r)
 {
     return r->profile_only ? "profile-only (nothing compressed)"
-           : r->zs[1]      ? "compressing"
+           : r->routing    ? "compressing"
                            : "profiling (no compression configured)";
 }
 
@@ -390,7 +390,7 @@ void zp_write_json(FILE *f, const zp_run *r)
     json_string(f, r->command);
     fprintf(f, ", \"ranks\": %d, \"app_time_s\": %.9g, \"app_time_max_s\": %.9g, \"mpi_time_s\": %.9g,\n",
             r->nranks, sum(r->app, r->nranks), app_max, sum(r->mpi, r->nranks));
-    fprintf(f, " \"mode\": \"%s\", \"setting\": ", r->profile_only ? "profile-only" : r->zs[1] ? "compress" : "profile");
+    fprintf(f, " \"mode\": \"%s\", \"setting\": ", r->profile_only ? "profile-only" : r->routing ? "compress" : "profile");
     json_string(f, rung);
     fprintf(f, ", \"networks\": {");
     for (int k = 0; k < ZP_NNET; k++)

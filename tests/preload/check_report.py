@@ -101,6 +101,9 @@ def check_sites(r, mode, calls):
             errors.append(f"site {s['id']}: verdict {a['verdict']!r}")
         if mode != "compressed" and (s["compressed_calls"] or s["bytes_wire"] != s["bytes"]):
             errors.append(f"site {s['id']} {s['call']}: compressed without settings")
+    want_mode = {"compressed": "compress", "plain": "profile", "profile": "profile-only"}[mode]
+    if r.get("mode") != want_mode:
+        errors.append(f"mode {r.get('mode')!r}, expected {want_mode!r}")
     if mode == "profile" and (r.get("mode") != "profile-only" or r.get("setting") != "fzl abs 0.001"):
         errors.append(f"profile-only run: mode {r.get('mode')!r}, setting {r.get('setting')!r} (expected the bound's)")
     t = r.get("totals", {})
