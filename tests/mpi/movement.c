@@ -334,7 +334,7 @@ void mv_rooted_algorithms(mt_state *t, ZMPI_Coll coll, int least, mv_one_fn one)
  * its datatype. */
 static MPI_Datatype fallback_case(ZMPI_Coll coll, int k, int n, MPI_Datatype two)
 {
-    if (k < 2) /* MPI_INT; a contiguous derived type of floats */
+    if (k < 2) /* MPI_INT; a derived type of ints (derived types of floats are compressed: test_derived_coll) */
         mv_config(MPI_COMM_WORLD, coll, ZMPI_ALGO_DEFAULT, ZMPI_EB_REL, 1e-3, ZMPI_SCOPE_RESULT, 0, 4096);
     else if (k == 2) /* below min_bytes */
         mv_config(MPI_COMM_WORLD, coll, ZMPI_ALGO_DEFAULT, ZMPI_EB_REL, 1e-3, ZMPI_SCOPE_RESULT,
@@ -359,7 +359,7 @@ void mv_fallbacks(mt_state *t, const mv_fallback_case *f)
     }
     char what[64], vwhat[64];
     MPI_Datatype two;
-    MPI_Type_contiguous(2, MPI_FLOAT, &two);
+    MPI_Type_contiguous(2, MPI_INT, &two);
     MPI_Type_commit(&two);
     for (int k = 0; k < 5; k++) {
         MPI_Datatype type = fallback_case(f->coll, k, n, two);

@@ -143,9 +143,9 @@ static void fallbacks(mt_state *t)
     MT_CHECK(t, s1.fallback_type == s0.fallback_type + 1 && s1.compressed == s0.compressed,
              "MPI_INT not counted");
     mt_check_ran(t, MPI_COMM_WORLD, ZMPI_COLL_BCAST, ZMPI_ALGO_MPI, "bcast MPI_INT");
-    /* a contiguous derived type of floats */
+    /* a contiguous derived type of ints (one of floats is compressed: test_derived_coll) */
     MPI_Datatype four;
-    MPI_Type_contiguous(4, MPI_FLOAT, &four);
+    MPI_Type_contiguous(4, MPI_INT, &four);
     MPI_Type_commit(&four);
     mt_fill_field(a, (size_t)n, MPI_FLOAT, 3);
     memcpy(b, a, (size_t)n * 4);

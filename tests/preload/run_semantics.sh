@@ -17,8 +17,16 @@ case $mode in
     lossless) "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_CODEC=zstd ZMPI_REPORT="$dir" "$prog" 0 ;;
     *) echo "run_semantics.sh: unknown mode $mode" >&2; exit 2 ;;
 esac
-# the report's MPI_COMM_WORLD totals: messages went compressed
-z=$(sed -n 's/.*"zmpi": {[^}]*"compressed": \([0-9]*\), "bytes_raw": \([0-9]*\), "bytes_sent": \([0-9]*\)}.*/\1 \2 \3/p' "$dir"/*.zmpi.json)
+# MPI_Pcontrol(3) wrote a numbered report with the program's sends, and
+# after MPI_Pcontrol(2) the final one has none of them
+set -- "$dir"/*.[0-9].zmpi.json
+[ $# = 1 ] && [ -f "$1" ] && [ -f "${1%.1.zmpi.json}.zmpi.json" ] || { ls "$dir"; echo "run_semantics.sh: no report .1 and final"; exit 1; }
+numbered=$1 final=${1%.1.zmpi.json}.zmpi.json
+grep -q '"call": "MPI_Send"' "$numbered" || { echo "run_semantics.sh: the Pcontrol(3) report has no MPI_Send"; exit 1; }
+if grep -q '"call": "MPI_Send"' "$final"; then echo "run_semantics.sh: MPI_Pcontrol(2) did not reset"; exit 1; fi
+[ -f "${numbered%.json}.txt" ] || { echo "run_semantics.sh: no text report .1"; exit 1; }
+# the numbered report's MPI_COMM_WORLD totals: messages went compressed
+z=$(sed -n 's/.*"zmpi": {[^}]*"compressed": \([0-9]*\), "bytes_raw": \([0-9]*\), "bytes_sent": \([0-9]*\)}.*/\1 \2 \3/p' "$numbered")
 echo "run_semantics.sh: compressed, bytes raw, bytes sent: $z"
 set -- $z
 [ "${1:-0}" -gt 0 ] && [ "$3" -lt "$2" ] || { echo "run_semantics.sh: nothing compressed"; exit 1; }

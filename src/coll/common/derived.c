@@ -157,7 +157,7 @@ int zmpi_coll_derived(const zmpi_coll_args *a, int *rc)
 {
     int rank = 0, size = 0, inter = 0, ds, dr = 0, inplace = 0;
     size_t sinst = 0, rinst = 0;
-    side s, r;
+    side s = {0}, r = {0};
     if ((a->call != ZMPI_CC_BCAST && a->call != ZMPI_CC_SCATTER && a->call != ZMPI_CC_GATHER &&
          a->call != ZMPI_CC_ALLGATHER && a->call != ZMPI_CC_ALLTOALL) ||
         a->comm == MPI_COMM_NULL || PMPI_Comm_test_inter(a->comm, &inter) != MPI_SUCCESS || inter ||
