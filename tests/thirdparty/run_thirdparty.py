@@ -17,7 +17,7 @@ lammps (lmp, Debian lammps, Open MPI only). MODE:
 
 Exit status: 0 pass, 1 fail, 77 skip (program not installed, or built for
 the other MPI). The last line is a summary: program, mode, check,
-bytes_raw, bytes_sent, ratio. See docs/thirdparty.md.
+bytes asked, bytes on the wire (the report's totals), ratio. See docs/thirdparty.md.
 """
 import argparse
 import glob
