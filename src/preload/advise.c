@@ -265,6 +265,13 @@ static double saving(const zp_gsite *g, const zp_route *rt, int rung, const zp_n
         cfg.comp_speed = m->raw[rung] / (m->ns_c[rung] * 1e-9);
         cfg.decomp_speed = m->raw[rung] / (m->ns_d[rung] * 1e-9);
     }
+    if (rung == 0 && m->compressed && m->wire < m->bytes) {
+        /* the run compressed this site with this very setting: its ratio
+         * and compression speed over every message, not the samples' */
+        cfg.ratio = (double)m->bytes / (double)m->wire;
+        if (m->ns_comp)
+            cfg.comp_speed = (double)m->bytes / ((double)m->ns_comp * 1e-9);
+    }
     if (cfg.ratio > 0 && cfg.ratio < 1)
         cfg.ratio = 1;
     double tp = 0, tz = 0;
@@ -294,7 +301,7 @@ static void advise_one(zp_gsite *g, int world)
         for (int k = 0; k < ZP_NNET; k++)
             g->rung_saving_s[r][k] = saving(g, rt, r, &zp_nets[k], world);
     }
-    g->ratio = g->rung_ratio[0];
+    g->ratio = m->compressed && m->wire < m->bytes ? (double)m->bytes / (double)m->wire : g->rung_ratio[0];
     g->max_err_over_eb = m->nsamples ? m->err[0] : 0;
     memcpy(g->saving_s, g->rung_saving_s[0], sizeof g->saving_s);
     const ZMPI_Config *cfg = zp_config();

@@ -11,6 +11,7 @@
 #include <elfutils/libdwfl.h>
 #include <execinfo.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -89,6 +90,23 @@ static void by_object(void *addr, zp_location *loc)
     }
 }
 
+/* A C++ function's name demangled by the program's own C++ runtime
+ * (__cxa_demangle of libstdc++, looked up at run time: a C++ program has
+ * it loaded, a C program does not need it); else as it is. */
+static void set_function(zp_location *loc, const char *name)
+{
+    typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+    demangle_fn demangle = NULL;
+    if (name[0] == '_' && name[1] == 'Z') {
+        void *sym = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+        memcpy(&demangle, &sym, sizeof demangle);
+    }
+    int status = -1;
+    char *plain = demangle ? demangle(name, NULL, NULL, &status) : NULL;
+    snprintf(loc->func, sizeof loc->func, "%s", plain && status == 0 ? plain : name);
+    free(plain);
+}
+
 static void locate_one(Dwfl *d, void *addr, zp_location *loc)
 {
     memset(loc, 0, sizeof *loc);
@@ -97,7 +115,7 @@ static void locate_one(Dwfl *d, void *addr, zp_location *loc)
     Dwfl_Module *m = d ? dwfl_addrmodule(d, a) : NULL;
     const char *fn = m ? dwfl_module_addrname(m, a) : NULL;
     if (fn)
-        snprintf(loc->func, sizeof loc->func, "%s", fn);
+        set_function(loc, fn);
     Dwfl_Line *l = m ? dwfl_module_getsrc(m, a) : NULL;
     int line = 0;
     const char *file = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
