@@ -288,6 +288,8 @@ static void advise_one(zp_gsite *g, int world)
     g->advised = m->sends > 0;
     if (!g->advised)
         return;
+    const ZMPI_Config *cfg = zp_config();
+    g->verdict_network = cfg->net_bw > 0 ? "ZMPI_NET_BW" : zp_nets[1].name;
     if (!rt) {
         g->verdict = "pass-through";
         return;
@@ -304,7 +306,6 @@ static void advise_one(zp_gsite *g, int world)
     g->ratio = m->compressed && m->wire < m->bytes ? (double)m->bytes / (double)m->wire : g->rung_ratio[0];
     g->max_err_over_eb = m->nsamples ? m->err[0] : 0;
     memcpy(g->saving_s, g->rung_saving_s[0], sizeof g->saving_s);
-    const ZMPI_Config *cfg = zp_config();
     double ref = g->saving_s[1];
     if (cfg->net_bw > 0) { /* the user's own network decides */
         zp_net own = {"own", cfg->net_bw, cfg->net_lat};

@@ -133,6 +133,7 @@ typedef struct {
     /* the advisor */
     int advised;           /* 0: no advice (the call sends nothing) */
     const char *verdict;   /* compress, not worth it, too small, not floating point, pass-through */
+    const char *verdict_network; /* the network the verdict was decided on: "10GbE" or "ZMPI_NET_BW" */
     double ratio, max_err_over_eb, saving_s[ZP_NNET];
     double rung_ratio[ZP_NRUNG], rung_saving_s[ZP_NRUNG][ZP_NNET];
 } zp_gsite;

@@ -241,6 +241,8 @@ static void text_advisor(FILE *f, const zp_run *r)
 {
     char name[64];
     heading(f, "zmpi Advisor (seconds saved per rank; sampled messages)");
+    fprintf(f, "(verdicts decided on %s; ZMPI_NET_BW names the run's own network)\n",
+            zp_config()->net_bw > 0 ? "ZMPI_NET_BW" : zp_nets[1].name);
     fprintf(f, "Call              Site   AvgBytes Samples   Ratio MaxErr/EB     1GbE    10GbE    100Gb Verdict\n");
     for (int i = 0; i < r->nsites; i++) {
         const zp_gsite *g = &r->sites[i];
@@ -331,6 +333,8 @@ static void json_advice(FILE *f, const zp_gsite *g)
     json_savings(f, g->saving_s);
     fprintf(f, ", \"verdict\": ");
     json_string(f, g->verdict);
+    fprintf(f, ", \"verdict_network\": ");
+    json_string(f, g->verdict_network);
     fprintf(f, ", \"samples\": %u, \"ladder\": [", g->all.nsamples);
     for (int k = 0; g->all.nsamples && k < ZP_NRUNG; k++) {
         zmpi_codec c;

@@ -42,6 +42,9 @@ def print_table(r, top):
     nets = list(r.get("networks", {"1GbE": 0, "10GbE": 0, "100Gb": 0}))
     print(f"{r['command']}: {r['ranks']} ranks, {r.get('mode', '?')}, setting {r.get('setting', '?')}")
     print(f"application {r['app_time_s']:.3f} s, MPI {r['mpi_time_s']:.3f} s (summed over the ranks)")
+    vnet = {(s.get("advice") or {}).get("verdict_network") for s in r["sites"]} - {None}
+    if vnet:
+        print(f"verdicts decided on {', '.join(sorted(vnet))}")
     head = f"{'site':>4} {'call':<34} {'calls':>7} {'time s':>9} {'sent':>11} {'wire':>11} {'ratio':>6}"
     print(head + "".join(f" {n + ' s':>9}" for n in nets) + "  verdict")
     for s in sites:
