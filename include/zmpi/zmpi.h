@@ -150,6 +150,10 @@ ZMPI_API int ZMPI_Config_file_check(const char *path, char *why, int cap);
  * error of a malformed environment variable). */
 ZMPI_API int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg);
 ZMPI_API int ZMPI_Comm_get_config(MPI_Comm comm, ZMPI_Config *cfg);
+/* 1 if calls under cfg compress floating-point data at all: a bound is
+ * set, or the codec is a lossless one the MPI layer uses (zstd, xorlzc,
+ * ...; not "stored"); 0 otherwise or for a NULL cfg. Local. */
+ZMPI_API int ZMPI_Config_compresses(const ZMPI_Config *cfg);
 ZMPI_API int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *stats);
 
 /* The algorithms of a collective: fills up to max entries of ids / names /

@@ -627,3 +627,14 @@ int ZMPI_Config_file_check(const char *path, char *why, int cap)
 {
     return ZMPI_Config_file_read(path, NULL, NULL, why, cap);
 }
+
+int ZMPI_Config_compresses(const ZMPI_Config *cfg)
+{
+    if (!cfg)
+        return 0;
+    if (cfg->eb_mode != ZMPI_EB_NONE)
+        return 1;
+    int kind = zmpi_codec_kind(cfg->codec);
+    return kind >= 0 && kind != ZMPI_KIND_BOUNDED && cfg->codec != ZMPI_CODEC_STORED &&
+           !zmpi_codec_needs_channel(cfg->codec);
+}

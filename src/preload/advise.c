@@ -48,9 +48,7 @@ void zp_rung_setting(int rung, zmpi_codec *codec, zmpi_eb_mode *mode, double *eb
         *eb = cfg->eb;
         snprintf(name, cap, "%s %s %g", zmpi_codec_name(*codec), *mode == ZMPI_EB_ABS ? "abs" : "rel", *eb);
     } else {
-        int kind = zmpi_codec_kind(cfg->codec);
-        *codec = kind >= 0 && kind != ZMPI_KIND_BOUNDED && cfg->codec != ZMPI_CODEC_STORED ? cfg->codec
-                                                                                          : ZMPI_CODEC_ZSTD;
+        *codec = ZMPI_Config_compresses(cfg) ? cfg->codec : ZMPI_CODEC_ZSTD; /* (no bound: a lossless codec) */
         *mode = ZMPI_EB_NONE;
         *eb = 0;
         snprintf(name, cap, "%s lossless", zmpi_codec_name(*codec));

@@ -132,13 +132,14 @@ ZP_EXPORT int MPI_Pcontrol(const int level, ...)
 }
 
 /* 1 if comm's zmpi configuration compresses messages of datatype (the
- * ZMPI_ paths run, a bound is set and the type is one zmpi compresses). */
+ * ZMPI_ paths run, a bound or a lossless codec is set, and the type is one
+ * zmpi compresses). */
 static int compressing(MPI_Datatype datatype, MPI_Comm comm)
 {
     ZMPI_Config cfg;
     int flag = 0;
     if (!zp_routing() || datatype == MPI_DATATYPE_NULL || comm == MPI_COMM_NULL ||
-        ZMPI_Comm_get_config(comm, &cfg) != MPI_SUCCESS || cfg.eb_mode == ZMPI_EB_NONE)
+        ZMPI_Comm_get_config(comm, &cfg) != MPI_SUCCESS || !ZMPI_Config_compresses(&cfg))
         return 0;
     return ZMPI_Type_compressible(datatype, &flag) == MPI_SUCCESS && flag;
 }

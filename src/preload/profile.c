@@ -33,7 +33,7 @@ typedef struct {
         fb[ZP_NFB], ns_comp, ns_decomp, flt, elems, ns_sampling;
     atomic_int nranks, dtsize;
     atomic_int policy; /* ZMPI_INCLUDE_SITES / ZMPI_EXCLUDE_SITES: 0 not decided yet, 1 compress, 2 plain */
-    unsigned nsamples;
+    atomic_uint nsamples; /* written under zp.sample_lock, read without it */
     double raw[ZP_NRUNG], comp[ZP_NRUNG], ns_c[ZP_NRUNG], ns_d[ZP_NRUNG], err[ZP_NRUNG];
 } zp_slot;
 
@@ -198,7 +198,7 @@ static void add_zmpi(zp_slot *s, const zp_frame *f, unsigned long long bytes)
 static void add_sample(zp_slot *s, const zp_sample *x)
 {
     pthread_mutex_lock(&zp.sample_lock);
-    s->nsamples++;
+    atomic_fetch_add_explicit(&s->nsamples, 1, memory_order_relaxed);
     for (int r = 0; r < ZP_NRUNG; r++) {
         s->raw[r] += x->raw[r];
         s->comp[r] += x->comp[r];
@@ -245,9 +245,7 @@ static void add_send(zp_slot *s, const zp_frame *f, unsigned long long bytes, co
     if (!buf || buf == MPI_IN_PLACE || ZMPI_Type_compressible(type, &flag) != MPI_SUCCESS || !flag)
         return;
     unsigned long long nth = atomic_fetch_add_explicit(&s->flt, 1, memory_order_relaxed) + 1;
-    pthread_mutex_lock(&zp.sample_lock);
-    unsigned taken = s->nsamples;
-    pthread_mutex_unlock(&zp.sample_lock);
+    unsigned taken = atomic_load_explicit(&s->nsamples, memory_order_relaxed); /* no lock on every send */
     zp_sample x;
     if (!zp_sample_due(nth, taken, zp.samples) || !within_budget(s, bytes, taken))
         return;
@@ -311,7 +309,7 @@ static void read_slot(zp_slot *s, zp_measure *m)
     if (!m->count)
         m->ns_min = 0;
     pthread_mutex_lock(&zp.sample_lock);
-    m->nsamples = s->nsamples;
+    m->nsamples = atomic_load_explicit(&s->nsamples, memory_order_relaxed);
     memcpy(m->raw, s->raw, sizeof m->raw);
     memcpy(m->comp, s->comp, sizeof m->comp);
     memcpy(m->ns_c, s->ns_c, sizeof m->ns_c);
@@ -355,7 +353,7 @@ void zp_sites_reset(void)
             atomic_store(c[j], 0);
         for (int j = 0; j < ZP_NFB; j++)
             atomic_store(&s->fb[j], 0);
-        s->nsamples = 0;
+        atomic_store_explicit(&s->nsamples, 0, memory_order_relaxed);
         memset(s->raw, 0, sizeof s->raw);
         memset(s->comp, 0, sizeof s->comp);
         memset(s->ns_c, 0, sizeof s->ns_c);
@@ -470,9 +468,7 @@ int zp_init(void)
     zp.include_sites = inc && *inc ? inc : NULL;
     zp.exclude_sites = exc && *exc ? exc : NULL;
     call_policy();
-    int kind = zmpi_codec_kind(zp.cfg.codec);
-    int on = !zp.profile_only && (zp.cfg.eb_mode != ZMPI_EB_NONE ||
-                                  (kind >= 0 && kind != ZMPI_KIND_BOUNDED && zp.cfg.codec != ZMPI_CODEC_STORED));
+    int on = !zp.profile_only && ZMPI_Config_compresses(&zp.cfg);
     /* a receiver decodes what any rank compressed: if one rank compresses,
      * all take the ZMPI_ paths; and every rank must run a collective the
      * same way, so the call policies must agree */

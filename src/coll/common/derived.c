@@ -147,10 +147,7 @@ static int run_bcast(const zmpi_coll_args *a, side *s, int root)
 static int compresses(MPI_Comm comm)
 {
     zmpi_comm_state *st = comm == MPI_COMM_NULL ? NULL : zmpi_state(comm);
-    if (!st)
-        return 0;
-    int kind = zmpi_codec_kind(st->cfg.codec);
-    return st->cfg.eb_mode != ZMPI_EB_NONE || (kind >= 0 && kind != ZMPI_KIND_BOUNDED);
+    return st && ZMPI_Config_compresses(&st->cfg);
 }
 
 int zmpi_coll_derived(const zmpi_coll_args *a, int *rc)
