@@ -201,3 +201,12 @@ void mt_check_fallback_at(mt_state *t, MPI_Comm comm, ZMPI_Coll coll, const ZMPI
         MT_CHECK_AT(t, file, line, s1->fallback_config == s0->fallback_config + 1, "%s: not counted as config",
                     what);
 }
+
+void mt_check_rc_at(mt_state *t, int rc, const char *what, const char *file, int line)
+{
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    if (rc != MPI_SUCCESS)
+        MPI_Error_string(rc, msg, &len);
+    MT_CHECK_AT(t, file, line, rc == MPI_SUCCESS, "%s: %s", what, msg);
+}

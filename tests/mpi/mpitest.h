@@ -62,6 +62,11 @@ ZMPI_Stats mt_stats(MPI_Comm comm);
 /* ceil(log2(n)): the rounds of a binomial tree of n ranks. */
 int mt_ceil_log2(int n);
 
+/* Checks that an MPI call returned MPI_SUCCESS, with MPI's error string of
+ * the code when it did not. */
+#define MT_CHECK_RC(t, rc, what) mt_check_rc_at((t), (rc), (what), __FILE__, __LINE__)
+void mt_check_rc_at(mt_state *t, int rc, const char *what, const char *file, int line);
+
 /* Fills n elements (float or double) from a real field of the shared data
  * directory, tiled, starting at element `offset` (use the rank to make ranks
  * differ). Falls back to a smooth synthetic field if the data are missing. */

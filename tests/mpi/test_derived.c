@@ -54,15 +54,6 @@ static size_t esz(MPI_Datatype type)
     return type == MPI_FLOAT ? 4 : 8;
 }
 
-static void check_rc(env *e, int rc, const char *what)
-{
-    char msg[MPI_MAX_ERROR_STRING] = "";
-    int len = 0;
-    if (rc != MPI_SUCCESS)
-        MPI_Error_string(rc, msg, &len);
-    MT_CHECK(e->t, rc == MPI_SUCCESS, "%s: %s", what, msg);
-}
-
 static void set_cfg(env *e, int cfg)
 {
     if (cfg == CFG_ABS)
@@ -207,7 +198,7 @@ static void run_case(env *e, const tcase *c, int id, int mode, int cfg)
     fill_send(sb, c, e->rank, id);
     fill_recv(rb, c);
     ZMPI_Comm_get_stats(e->comm, &s0);
-    check_rc(e, exchange(e, c, mode, sb, rb, 100 + id % 100, &st), what);
+    MT_CHECK_RC(e->t, exchange(e, c, mode, sb, rb, 100 + id % 100, &st), what);
     ZMPI_Comm_get_stats(e->comm, &s1);
     void *packed = expected(e, c, id, cfg, &n, &bound, want, mask);
     size_t bad = compare(c, rb, want, mask, bound);
@@ -375,7 +366,7 @@ static void test_truncate(env *e)
             set_cfg(e, CFG_ABS);
         else /* below the threshold: raw data */
             mt_config(e->comm, ZMPI_CODEC_FZL, ZMPI_EB_ABS, 1e-3, ZMPI_SCOPE_MESSAGE, 1 << 20);
-        check_rc(e, ZMPI_Isend(a, 1, col, e->right, 9, e->comm, &r), "Isend truncate");
+        MT_CHECK_RC(e->t, ZMPI_Isend(a, 1, col, e->right, 9, e->comm, &r), "Isend truncate");
         if (how == 0) {
             rc = ZMPI_Recv(b, 1, half, e->left, 9, e->comm, &st);
         } else if ((rc = ZMPI_Irecv(b, 1, half, e->left, 9, e->comm, &rr)) == MPI_SUCCESS && how == 1) {
@@ -412,15 +403,15 @@ static void counts_of(env *e, int use_zmpi, int nsend, MPI_Datatype rt, int prob
     MPI_Status st, pst;
     mt_fill_field(a, 4000, MPI_FLOAT, (size_t)e->rank);
     if (use_zmpi) {
-        check_rc(e, ZMPI_Isend(a, nsend, MPI_FLOAT, e->right, 11, e->comm, &r), "Isend count");
+        MT_CHECK_RC(e->t, ZMPI_Isend(a, nsend, MPI_FLOAT, e->right, 11, e->comm, &r), "Isend count");
         if (probe) {
-            check_rc(e, ZMPI_Probe(e->left, 11, e->comm, &pst), "Probe count");
+            MT_CHECK_RC(e->t, ZMPI_Probe(e->left, 11, e->comm, &pst), "Probe count");
             int pc = -2;
             ZMPI_Get_count(&pst, rt, &pc);
             *elems = pc; /* compared with the receive's count below */
         }
-        check_rc(e, ZMPI_Recv(b, 3, rt, e->left, 11, e->comm, &st), "Recv count");
-        check_rc(e, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait count");
+        MT_CHECK_RC(e->t, ZMPI_Recv(b, 3, rt, e->left, 11, e->comm, &st), "Recv count");
+        MT_CHECK_RC(e->t, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait count");
     } else {
         MPI_Isend(a, nsend, MPI_FLOAT, e->right, 11, e->comm, &r);
         MPI_Recv(b, 3, rt, e->left, 11, e->comm, &st);
@@ -471,19 +462,19 @@ static void test_edges(env *e)
     for (int i = 0; i < 64; i++)
         a[i] = (float)i, b[i] = -1.0f;
     /* count 0 into count 2; the empty type (count 5) into count 1 */
-    check_rc(e, ZMPI_Isend(a, 0, t, e->right, 12, e->comm, &r), "Isend 0");
-    check_rc(e, ZMPI_Recv(b, 2, t, e->left, 12, e->comm, &st), "Recv 0");
-    check_rc(e, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait 0");
+    MT_CHECK_RC(e->t, ZMPI_Isend(a, 0, t, e->right, 12, e->comm, &r), "Isend 0");
+    MT_CHECK_RC(e->t, ZMPI_Recv(b, 2, t, e->left, 12, e->comm, &st), "Recv 0");
+    MT_CHECK_RC(e->t, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait 0");
     MPI_Get_count(&st, t, &cnt);
     MT_CHECK(e->t, cnt == 0 && b[0] == -1.0f, "count 0: got %d", cnt);
-    check_rc(e, ZMPI_Isend(a, 5, z, e->right, 13, e->comm, &r), "Isend empty type");
-    check_rc(e, ZMPI_Recv(b, 1, z, e->left, 13, e->comm, &st), "Recv empty type");
-    check_rc(e, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait empty type");
+    MT_CHECK_RC(e->t, ZMPI_Isend(a, 5, z, e->right, 13, e->comm, &r), "Isend empty type");
+    MT_CHECK_RC(e->t, ZMPI_Recv(b, 1, z, e->left, 13, e->comm, &st), "Recv empty type");
+    MT_CHECK_RC(e->t, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait empty type");
     MPI_Get_count(&st, z, &cnt);
     MT_CHECK(e->t, cnt == 0 && b[0] == -1.0f, "empty type: count %d", cnt);
     /* MPI_PROC_NULL */
-    check_rc(e, ZMPI_Send(a, 2, t, MPI_PROC_NULL, 14, e->comm), "Send PROC_NULL");
-    check_rc(e, ZMPI_Recv(b, 2, t, MPI_PROC_NULL, 14, e->comm, &st), "Recv PROC_NULL");
+    MT_CHECK_RC(e->t, ZMPI_Send(a, 2, t, MPI_PROC_NULL, 14, e->comm), "Send PROC_NULL");
+    MT_CHECK_RC(e->t, ZMPI_Recv(b, 2, t, MPI_PROC_NULL, 14, e->comm, &st), "Recv PROC_NULL");
     MPI_Get_count(&st, t, &cnt);
     MT_CHECK(e->t, st.MPI_SOURCE == MPI_PROC_NULL && cnt == 0 && b[0] == -1.0f, "PROC_NULL: source %d count %d",
              st.MPI_SOURCE, cnt);
@@ -498,9 +489,9 @@ static void test_edges(env *e)
         int n = round % 2 == 0 ? 16 : 32, stride = round % 2 == 0 ? 4 : 2;
         for (int i = 0; i < 64; i++)
             b[i] = -1.0f;
-        check_rc(e, ZMPI_Isend(a, 1, t, e->right, 15, e->comm, &r), "Isend reused");
-        check_rc(e, ZMPI_Recv(b, 1, t, e->left, 15, e->comm, &st), "Recv reused");
-        check_rc(e, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait reused");
+        MT_CHECK_RC(e->t, ZMPI_Isend(a, 1, t, e->right, 15, e->comm, &r), "Isend reused");
+        MT_CHECK_RC(e->t, ZMPI_Recv(b, 1, t, e->left, 15, e->comm, &st), "Recv reused");
+        MT_CHECK_RC(e->t, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait reused");
         int ok = 1;
         for (int i = 0; i < 64; i++)
             ok &= i % stride == 0 && i / stride < n ? fabsf(b[i] - a[i]) <= 1e-3f : b[i] == -1.0f;
@@ -531,9 +522,9 @@ static void test_ineligible(env *e)
         ia[i] = (e->rank + 1) * 7919 + i * 31, ib[i] = -1;
     ZMPI_Stats s0, s1;
     ZMPI_Comm_get_stats(e->comm, &s0);
-    check_rc(e, ZMPI_Isend(ia, 1, iv, e->right, 16, e->comm, &r), "Isend int vector");
-    check_rc(e, ZMPI_Recv(ib, 1, iv, e->left, 16, e->comm, &st), "Recv int vector");
-    check_rc(e, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait int vector");
+    MT_CHECK_RC(e->t, ZMPI_Isend(ia, 1, iv, e->right, 16, e->comm, &r), "Isend int vector");
+    MT_CHECK_RC(e->t, ZMPI_Recv(ib, 1, iv, e->left, 16, e->comm, &st), "Recv int vector");
+    MT_CHECK_RC(e->t, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait int vector");
     int ok = 1;
     for (int i = 0; i < N; i++)
         ok &= ib[i] == (i % 3 == 2 ? -1 : (e->left + 1) * 7919 + i * 31);
@@ -547,7 +538,7 @@ static void test_ineligible(env *e)
         memcpy(sa + 16 * i + 8, &x, 8);
     }
     memset(sb, 0x5A, sizeof sb);
-    check_rc(e, ZMPI_Sendrecv(sa, 200, mix, e->right, 17, sb, 200, mix, e->left, 17, e->comm, &st),
+    MT_CHECK_RC(e->t, ZMPI_Sendrecv(sa, 200, mix, e->right, 17, sb, 200, mix, e->left, 17, e->comm, &st),
              "Sendrecv mixed struct");
     ok = 1;
     for (int i = 0; i < 200; i++) {
@@ -587,17 +578,17 @@ static void test_mprobe(env *e)
         fill_send(ref, &c, e->left, 50 + k);
         memset(b, 0xA5, 64 * 96 * 4);
         ZMPI_Stats s0 = mt_stats(e->comm), s1;
-        check_rc(e, ZMPI_Isend(a + 7, 1, col, e->right, 18, e->comm, &r), "Isend mprobe");
+        MT_CHECK_RC(e->t, ZMPI_Isend(a + 7, 1, col, e->right, 18, e->comm, &r), "Isend mprobe");
         if (k == 0) {
-            check_rc(e, ZMPI_Mprobe(e->left, 18, e->comm, &m, &st), "Mprobe");
-            check_rc(e, ZMPI_Mrecv(b + 7, 1, col, &m, &st), "Mrecv");
+            MT_CHECK_RC(e->t, ZMPI_Mprobe(e->left, 18, e->comm, &m, &st), "Mprobe");
+            MT_CHECK_RC(e->t, ZMPI_Mrecv(b + 7, 1, col, &m, &st), "Mrecv");
         } else {
             while (!flag)
-                check_rc(e, ZMPI_Improbe(e->left, 18, e->comm, &flag, &m, &st), "Improbe");
-            check_rc(e, ZMPI_Imrecv(b + 7, 1, col, &m, &rr), "Imrecv");
-            check_rc(e, ZMPI_Wait(&rr, &st), "Wait Imrecv");
+                MT_CHECK_RC(e->t, ZMPI_Improbe(e->left, 18, e->comm, &flag, &m, &st), "Improbe");
+            MT_CHECK_RC(e->t, ZMPI_Imrecv(b + 7, 1, col, &m, &rr), "Imrecv");
+            MT_CHECK_RC(e->t, ZMPI_Wait(&rr, &st), "Wait Imrecv");
         }
-        check_rc(e, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait mprobe send");
+        MT_CHECK_RC(e->t, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait mprobe send");
         s1 = mt_stats(e->comm);
         MPI_Get_count(&st, col, &cnt);
         int ok = cnt == 1;

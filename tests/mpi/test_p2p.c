@@ -137,15 +137,6 @@ static void check_msg(env *e, const char *what, const mcfg *m, const void *got, 
     free(ref);
 }
 
-static void check_rc(env *e, int rc, const char *what)
-{
-    char msg[MPI_MAX_ERROR_STRING] = "";
-    int len = 0;
-    if (rc != MPI_SUCCESS)
-        MPI_Error_string(rc, msg, &len);
-    MT_CHECK(e->t, rc == MPI_SUCCESS, "%s: %s", what, msg);
-}
-
 static void set_cfg(env *e, const mcfg *m, zmpi_codec codec)
 {
     mt_config(e->comm, codec, m->mode, m->eb, ZMPI_SCOPE_MESSAGE, MIN_BYTES);
@@ -166,15 +157,15 @@ static void ring_blocking(env *e, const mcfg *m, int n, int id, int ignore_statu
     gen(sb, (size_t)n, m->type, e->rank, id, DATA_FIELD);
     if (e->size == 1) {
         MPI_Request r;
-        check_rc(e, ZMPI_Isend(sb, n, m->type, 0, tag, e->comm, &r), "Isend self");
-        check_rc(e, ZMPI_Recv(rb, n, m->type, 0, tag, e->comm, stp), "Recv self");
-        check_rc(e, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait self");
+        MT_CHECK_RC(e->t, ZMPI_Isend(sb, n, m->type, 0, tag, e->comm, &r), "Isend self");
+        MT_CHECK_RC(e->t, ZMPI_Recv(rb, n, m->type, 0, tag, e->comm, stp), "Recv self");
+        MT_CHECK_RC(e->t, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait self");
     } else if (e->rank == 0) {
-        check_rc(e, ZMPI_Send(sb, n, m->type, e->right, tag, e->comm), "Send");
-        check_rc(e, ZMPI_Recv(rb, n, m->type, e->left, tag, e->comm, stp), "Recv");
+        MT_CHECK_RC(e->t, ZMPI_Send(sb, n, m->type, e->right, tag, e->comm), "Send");
+        MT_CHECK_RC(e->t, ZMPI_Recv(rb, n, m->type, e->left, tag, e->comm, stp), "Recv");
     } else {
-        check_rc(e, ZMPI_Recv(rb, n, m->type, e->left, tag, e->comm, stp), "Recv");
-        check_rc(e, ZMPI_Send(sb, n, m->type, e->right, tag, e->comm), "Send");
+        MT_CHECK_RC(e->t, ZMPI_Recv(rb, n, m->type, e->left, tag, e->comm, stp), "Recv");
+        MT_CHECK_RC(e->t, ZMPI_Send(sb, n, m->type, e->right, tag, e->comm), "Send");
     }
     check_msg(e, "ring Send/Recv", m, rb, ignore_status ? NULL : &st, e->left, tag, id, (size_t)n,
               DATA_FIELD);
@@ -195,17 +186,17 @@ static void ring_nonblocking(env *e, const mcfg *m, int n, int id, int how)
     int done[4] = {0, 0, 0, 0};
     gen(s0, (size_t)n, m->type, e->rank, id, DATA_FIELD);
     gen(s1, (size_t)n, m->type, e->rank, id + 1, DATA_FIELD);
-    check_rc(e, ZMPI_Irecv(r0, n, m->type, e->left, 100, e->comm, &req[0]), "Irecv left");
-    check_rc(e, ZMPI_Irecv(r1, n, m->type, e->right, 101, e->comm, &req[1]), "Irecv right");
-    check_rc(e, ZMPI_Isend(s0, n, m->type, e->right, 100, e->comm, &req[2]), "Isend right");
-    check_rc(e, ZMPI_Isend(s1, n, m->type, e->left, 101, e->comm, &req[3]), "Isend left");
+    MT_CHECK_RC(e->t, ZMPI_Irecv(r0, n, m->type, e->left, 100, e->comm, &req[0]), "Irecv left");
+    MT_CHECK_RC(e->t, ZMPI_Irecv(r1, n, m->type, e->right, 101, e->comm, &req[1]), "Irecv right");
+    MT_CHECK_RC(e->t, ZMPI_Isend(s0, n, m->type, e->right, 100, e->comm, &req[2]), "Isend right");
+    MT_CHECK_RC(e->t, ZMPI_Isend(s1, n, m->type, e->left, 101, e->comm, &req[3]), "Isend left");
     if (how == COMPLETE_WAITALL) {
-        check_rc(e, ZMPI_Waitall(4, req, st), "Waitall");
+        MT_CHECK_RC(e->t, ZMPI_Waitall(4, req, st), "Waitall");
     } else if (how == COMPLETE_WAITALL_IGNORE) {
-        check_rc(e, ZMPI_Waitall(4, req, MPI_STATUSES_IGNORE), "Waitall ignore");
+        MT_CHECK_RC(e->t, ZMPI_Waitall(4, req, MPI_STATUSES_IGNORE), "Waitall ignore");
     } else if (how == COMPLETE_WAIT) {
         for (int i = 3; i >= 0; i--)
-            check_rc(e, ZMPI_Wait(&req[i], i < 2 ? &st[i] : MPI_STATUS_IGNORE), "Wait");
+            MT_CHECK_RC(e->t, ZMPI_Wait(&req[i], i < 2 ? &st[i] : MPI_STATUS_IGNORE), "Wait");
     } else {
         int left = 4;
         long spins = 0;
@@ -216,7 +207,7 @@ static void ring_nonblocking(env *e, const mcfg *m, int n, int id, int how)
                 int flag = 0;
                 int rc = ZMPI_Test(&req[i], &flag, i < 2 ? &st[i] : MPI_STATUS_IGNORE);
                 if (rc != MPI_SUCCESS) {
-                    check_rc(e, rc, "Test");
+                    MT_CHECK_RC(e->t, rc, "Test");
                     break;
                 }
                 if (flag) {
@@ -247,7 +238,7 @@ static void ring_sendrecv(env *e, const mcfg *m, int n, int id, int ignore_statu
     void *sb = xmalloc((size_t)n * es), *rb = xmalloc((size_t)n * es);
     MPI_Status st;
     gen(sb, (size_t)n, m->type, e->rank, id, DATA_FIELD);
-    check_rc(e,
+    MT_CHECK_RC(e->t,
              ZMPI_Sendrecv(sb, n, m->type, e->right, 33, rb, n, m->type, e->left, 33, e->comm,
                            ignore_status ? MPI_STATUS_IGNORE : &st),
              "Sendrecv");
@@ -265,15 +256,15 @@ static void ring_sync(env *e, const mcfg *m, int n, int id)
     MPI_Request rr, sr;
     MPI_Status st;
     gen(sb, (size_t)n, m->type, e->rank, id, DATA_FIELD);
-    check_rc(e, ZMPI_Irecv(rb, n, m->type, e->left, 40, e->comm, &rr), "Irecv for Issend");
-    check_rc(e, ZMPI_Issend(sb, n, m->type, e->right, 40, e->comm, &sr), "Issend");
-    check_rc(e, ZMPI_Wait(&sr, MPI_STATUS_IGNORE), "Wait Issend");
-    check_rc(e, ZMPI_Wait(&rr, &st), "Wait Irecv");
+    MT_CHECK_RC(e->t, ZMPI_Irecv(rb, n, m->type, e->left, 40, e->comm, &rr), "Irecv for Issend");
+    MT_CHECK_RC(e->t, ZMPI_Issend(sb, n, m->type, e->right, 40, e->comm, &sr), "Issend");
+    MT_CHECK_RC(e->t, ZMPI_Wait(&sr, MPI_STATUS_IGNORE), "Wait Issend");
+    MT_CHECK_RC(e->t, ZMPI_Wait(&rr, &st), "Wait Irecv");
     check_msg(e, "Issend", m, rb, &st, e->left, 40, id, (size_t)n, DATA_FIELD);
     gen(sb, (size_t)n, m->type, e->rank, id + 1, DATA_FIELD);
-    check_rc(e, ZMPI_Irecv(rb, n, m->type, e->left, 41, e->comm, &rr), "Irecv for Ssend");
-    check_rc(e, ZMPI_Ssend(sb, n, m->type, e->right, 41, e->comm), "Ssend");
-    check_rc(e, ZMPI_Wait(&rr, &st), "Wait Irecv");
+    MT_CHECK_RC(e->t, ZMPI_Irecv(rb, n, m->type, e->left, 41, e->comm, &rr), "Irecv for Ssend");
+    MT_CHECK_RC(e->t, ZMPI_Ssend(sb, n, m->type, e->right, 41, e->comm), "Ssend");
+    MT_CHECK_RC(e->t, ZMPI_Wait(&rr, &st), "Wait Irecv");
     check_msg(e, "Ssend", m, rb, &st, e->left, 41, id + 1, (size_t)n, DATA_FIELD);
     free(sb);
     free(rb);
@@ -316,7 +307,7 @@ static void test_large(env *e)
         ring_nonblocking(&e2, m, BIG, 500, COMPLETE_WAITALL);
         ZMPI_Stats s;
         MPI_Barrier(c);
-        check_rc(e, ZMPI_Comm_get_stats(c, &s), "get_stats");
+        MT_CHECK_RC(e->t, ZMPI_Comm_get_stats(c, &s), "get_stats");
         MT_CHECK(e->t, s.compressed >= 2 && s.bytes_raw >= 2ull * BIG * esz(m->type),
                  "%s: stats compressed %llu raw %llu", m->name, s.compressed, s.bytes_raw);
         MT_CHECK(e->t, s.bytes_sent < s.bytes_raw, "%s: no compression (%llu of %llu bytes)", m->name,
@@ -347,15 +338,15 @@ static void test_larger_recv(env *e)
         gen(sb, (size_t)n, MPI_DOUBLE, e->rank, 600 + i, DATA_FIELD);
         MPI_Request r;
         MPI_Status st;
-        check_rc(e, ZMPI_Isend(sb, n, MPI_DOUBLE, e->right, 5, e->comm, &r), "Isend");
+        MT_CHECK_RC(e->t, ZMPI_Isend(sb, n, MPI_DOUBLE, e->right, 5, e->comm, &r), "Isend");
         if (i % 2)
-            check_rc(e, ZMPI_Recv(rb, cap, MPI_DOUBLE, e->left, 5, e->comm, &st), "Recv larger");
+            MT_CHECK_RC(e->t, ZMPI_Recv(rb, cap, MPI_DOUBLE, e->left, 5, e->comm, &st), "Recv larger");
         else {
             MPI_Request rr;
-            check_rc(e, ZMPI_Irecv(rb, cap, MPI_DOUBLE, e->left, 5, e->comm, &rr), "Irecv larger");
-            check_rc(e, ZMPI_Wait(&rr, &st), "Wait larger");
+            MT_CHECK_RC(e->t, ZMPI_Irecv(rb, cap, MPI_DOUBLE, e->left, 5, e->comm, &rr), "Irecv larger");
+            MT_CHECK_RC(e->t, ZMPI_Wait(&rr, &st), "Wait larger");
         }
-        check_rc(e, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait");
+        MT_CHECK_RC(e->t, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait");
         check_msg(e, "larger receive", &m, rb, &st, e->left, 5, 600 + i, (size_t)n, DATA_FIELD);
         int untouched = 1;
         for (int j = n; j < cap; j++)
@@ -379,7 +370,7 @@ static void test_any(env *e)
         float *sb = xmalloc((size_t)n * 4);
         gen(sb, (size_t)n, MPI_FLOAT, e->rank, 700 + round, DATA_FIELD);
         MPI_Request r;
-        check_rc(e, ZMPI_Isend(sb, n, MPI_FLOAT, 0, tag, e->comm, &r), "Isend to 0");
+        MT_CHECK_RC(e->t, ZMPI_Isend(sb, n, MPI_FLOAT, 0, tag, e->comm, &r), "Isend to 0");
         if (e->rank == 0) {
             float *rb = xmalloc((size_t)e->size * (size_t)maxn * 4);
             MPI_Request *rr = xmalloc((size_t)e->size * sizeof *rr);
@@ -388,14 +379,14 @@ static void test_any(env *e)
             for (int i = 0; i < e->size; i++) {
                 float *b = rb + (size_t)i * (size_t)maxn;
                 if (round == 0)
-                    check_rc(e, ZMPI_Recv(b, maxn, MPI_FLOAT, MPI_ANY_SOURCE, MPI_ANY_TAG, e->comm, &st[i]),
+                    MT_CHECK_RC(e->t, ZMPI_Recv(b, maxn, MPI_FLOAT, MPI_ANY_SOURCE, MPI_ANY_TAG, e->comm, &st[i]),
                              "Recv any");
                 else
-                    check_rc(e, ZMPI_Irecv(b, maxn, MPI_FLOAT, MPI_ANY_SOURCE, MPI_ANY_TAG, e->comm, &rr[i]),
+                    MT_CHECK_RC(e->t, ZMPI_Irecv(b, maxn, MPI_FLOAT, MPI_ANY_SOURCE, MPI_ANY_TAG, e->comm, &rr[i]),
                              "Irecv any");
             }
             if (round == 1)
-                check_rc(e, ZMPI_Waitall(e->size, rr, st), "Waitall any");
+                MT_CHECK_RC(e->t, ZMPI_Waitall(e->size, rr, st), "Waitall any");
             for (int i = 0; i < e->size; i++) {
                 int src = st[i].MPI_SOURCE;
                 MT_CHECK(e->t, src >= 0 && src < e->size && !seen[src], "any: bad or repeated source %d",
@@ -412,7 +403,7 @@ static void test_any(env *e)
             free(st);
             free(seen);
         }
-        check_rc(e, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait to 0");
+        MT_CHECK_RC(e->t, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait to 0");
         MPI_Barrier(e->comm); /* no message of the next round can match this round's receives */
         free(sb);
     }
@@ -435,13 +426,13 @@ static void test_proc_null(env *e)
     double *sb = xmalloc((size_t)n * 8), *rb = xmalloc((size_t)n * 8);
     gen(sb, (size_t)n, MPI_DOUBLE, e->rank, 800, DATA_FIELD);
     MPI_Status st;
-    check_rc(e, ZMPI_Send(sb, n, MPI_DOUBLE, MPI_PROC_NULL, 1, e->comm), "Send PROC_NULL");
-    check_rc(e, ZMPI_Recv(rb, n, MPI_DOUBLE, MPI_PROC_NULL, 1, e->comm, &st), "Recv PROC_NULL");
+    MT_CHECK_RC(e->t, ZMPI_Send(sb, n, MPI_DOUBLE, MPI_PROC_NULL, 1, e->comm), "Send PROC_NULL");
+    MT_CHECK_RC(e->t, ZMPI_Recv(rb, n, MPI_DOUBLE, MPI_PROC_NULL, 1, e->comm, &st), "Recv PROC_NULL");
     check_null_status(e, &st, MPI_DOUBLE, "Recv");
     MPI_Request r[2];
-    check_rc(e, ZMPI_Irecv(rb, n, MPI_DOUBLE, MPI_PROC_NULL, 1, e->comm, &r[0]), "Irecv PROC_NULL");
-    check_rc(e, ZMPI_Isend(sb, n, MPI_DOUBLE, MPI_PROC_NULL, 1, e->comm, &r[1]), "Isend PROC_NULL");
-    check_rc(e, ZMPI_Wait(&r[0], &st), "Wait PROC_NULL");
+    MT_CHECK_RC(e->t, ZMPI_Irecv(rb, n, MPI_DOUBLE, MPI_PROC_NULL, 1, e->comm, &r[0]), "Irecv PROC_NULL");
+    MT_CHECK_RC(e->t, ZMPI_Isend(sb, n, MPI_DOUBLE, MPI_PROC_NULL, 1, e->comm, &r[1]), "Isend PROC_NULL");
+    MT_CHECK_RC(e->t, ZMPI_Wait(&r[0], &st), "Wait PROC_NULL");
     { /* as plain MPI (MPICH 4.0 reports source 0, tag 0 here) */
         MPI_Request pr;
         MPI_Status ps;
@@ -452,11 +443,11 @@ static void test_proc_null(env *e)
         MT_CHECK(e->t, st.MPI_SOURCE == ps.MPI_SOURCE && st.MPI_TAG == ps.MPI_TAG && cnt == 0,
                  "Irecv PROC_NULL: status source %d tag %d count %d", st.MPI_SOURCE, st.MPI_TAG, cnt);
     }
-    check_rc(e, ZMPI_Wait(&r[1], MPI_STATUS_IGNORE), "Wait PROC_NULL send");
+    MT_CHECK_RC(e->t, ZMPI_Wait(&r[1], MPI_STATUS_IGNORE), "Wait PROC_NULL send");
     /* chain: rank r sends to r+1, receives from r-1; the ends talk to PROC_NULL */
     int up = e->rank + 1 < e->size ? e->rank + 1 : MPI_PROC_NULL;
     int down = e->rank > 0 ? e->rank - 1 : MPI_PROC_NULL;
-    check_rc(e, ZMPI_Sendrecv(sb, n, MPI_DOUBLE, up, 2, rb, n, MPI_DOUBLE, down, 2, e->comm, &st), "chain");
+    MT_CHECK_RC(e->t, ZMPI_Sendrecv(sb, n, MPI_DOUBLE, up, 2, rb, n, MPI_DOUBLE, down, 2, e->comm, &st), "chain");
     if (down == MPI_PROC_NULL)
         check_null_status(e, &st, MPI_DOUBLE, "chain");
     else
@@ -484,19 +475,19 @@ static void test_order(env *e)
         }
         if (round == 1) /* receives posted before the sends */
             for (int i = 0; i < M; i++)
-                check_rc(e, ZMPI_Irecv(rb + (size_t)i * maxn, maxn, MPI_FLOAT, e->left, 77, e->comm, &rr[i]),
+                MT_CHECK_RC(e->t, ZMPI_Irecv(rb + (size_t)i * maxn, maxn, MPI_FLOAT, e->left, 77, e->comm, &rr[i]),
                          "Irecv order");
         MPI_Barrier(e->comm);
         for (int i = 0; i < M; i++)
-            check_rc(e, ZMPI_Isend(sb[i], counts[i], MPI_FLOAT, e->right, 77, e->comm, &sr[i]),
+            MT_CHECK_RC(e->t, ZMPI_Isend(sb[i], counts[i], MPI_FLOAT, e->right, 77, e->comm, &sr[i]),
                      "Isend order");
         if (round == 0)
             for (int i = 0; i < M; i++)
-                check_rc(e, ZMPI_Recv(rb + (size_t)i * maxn, maxn, MPI_FLOAT, e->left, 77, e->comm, &st[i]),
+                MT_CHECK_RC(e->t, ZMPI_Recv(rb + (size_t)i * maxn, maxn, MPI_FLOAT, e->left, 77, e->comm, &st[i]),
                          "Recv order");
         else
-            check_rc(e, ZMPI_Waitall(M, rr, st), "Waitall order");
-        check_rc(e, ZMPI_Waitall(M, sr, MPI_STATUSES_IGNORE), "Waitall sends");
+            MT_CHECK_RC(e->t, ZMPI_Waitall(M, rr, st), "Waitall order");
+        MT_CHECK_RC(e->t, ZMPI_Waitall(M, sr, MPI_STATUSES_IGNORE), "Waitall sends");
         for (int i = 0; i < M; i++)
             check_msg(e, "order", &m, rb + (size_t)i * maxn, &st[i], e->left, 77, 900 + i, (size_t)counts[i],
                       DATA_FIELD);
@@ -522,7 +513,7 @@ static void test_fallbacks(env *e)
     for (int i = 0; i < n; i++)
         si[i] = (int)mix((uint64_t)e->rank * 1000003u + (uint64_t)i);
     MPI_Status st;
-    check_rc(e, ZMPI_Sendrecv(si, n, MPI_INT, e->right, 3, ri, n, MPI_INT, e->left, 3, e->comm, &st),
+    MT_CHECK_RC(e->t, ZMPI_Sendrecv(si, n, MPI_INT, e->right, 3, ri, n, MPI_INT, e->left, 3, e->comm, &st),
              "Sendrecv int");
     int ok = 1, cnt = -1;
     for (int i = 0; i < n; i++)
@@ -538,9 +529,9 @@ static void test_fallbacks(env *e)
     for (int i = 0; i < n; i++)
         rd[i] = -1.0;
     MPI_Request r[2];
-    check_rc(e, ZMPI_Irecv(rd, 1, vec, e->left, 4, e->comm, &r[0]), "Irecv vector");
-    check_rc(e, ZMPI_Isend(sd, 1, vec, e->right, 4, e->comm, &r[1]), "Isend vector");
-    check_rc(e, ZMPI_Waitall(2, r, MPI_STATUSES_IGNORE), "Waitall vector");
+    MT_CHECK_RC(e->t, ZMPI_Irecv(rd, 1, vec, e->left, 4, e->comm, &r[0]), "Irecv vector");
+    MT_CHECK_RC(e->t, ZMPI_Isend(sd, 1, vec, e->right, 4, e->comm, &r[1]), "Isend vector");
+    MT_CHECK_RC(e->t, ZMPI_Waitall(2, r, MPI_STATUSES_IGNORE), "Waitall vector");
     double *ref = xmalloc((size_t)n * 8);
     gen(ref, (size_t)n, MPI_DOUBLE, e->left, 1000, DATA_FIELD);
     ok = 1;
@@ -590,19 +581,19 @@ static void test_mixed_waitall(env *e)
     MPI_Request r[6] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL,
                         MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     MPI_Status st[6];
-    check_rc(e, MPI_Irecv(&iget, 1, MPI_INT, e->left, 9, e->comm, &r[1]), "MPI_Irecv");
-    check_rc(e, ZMPI_Irecv(rb, n, MPI_FLOAT, e->left, 8, e->comm, &r[3]), "Irecv");
-    check_rc(e, ZMPI_Isend(sb, n, MPI_FLOAT, e->right, 8, e->comm, &r[4]), "Isend");
-    check_rc(e, MPI_Isend(&ival, 1, MPI_INT, e->right, 9, e->comm, &r[5]), "MPI_Isend");
-    check_rc(e, ZMPI_Waitall(6, r, st), "Waitall mixed");
+    MT_CHECK_RC(e->t, MPI_Irecv(&iget, 1, MPI_INT, e->left, 9, e->comm, &r[1]), "MPI_Irecv");
+    MT_CHECK_RC(e->t, ZMPI_Irecv(rb, n, MPI_FLOAT, e->left, 8, e->comm, &r[3]), "Irecv");
+    MT_CHECK_RC(e->t, ZMPI_Isend(sb, n, MPI_FLOAT, e->right, 8, e->comm, &r[4]), "Isend");
+    MT_CHECK_RC(e->t, MPI_Isend(&ival, 1, MPI_INT, e->right, 9, e->comm, &r[5]), "MPI_Isend");
+    MT_CHECK_RC(e->t, ZMPI_Waitall(6, r, st), "Waitall mixed");
     MT_CHECK(e->t, iget == 42 + e->left, "plain request in Waitall: got %d", iget);
     check_msg(e, "mixed Waitall", &m, rb, &st[3], e->left, 8, 1100, (size_t)n, DATA_FIELD);
     int flag = 0;
     MPI_Request nul = MPI_REQUEST_NULL;
-    check_rc(e, ZMPI_Test(&nul, &flag, MPI_STATUS_IGNORE), "Test null");
+    MT_CHECK_RC(e->t, ZMPI_Test(&nul, &flag, MPI_STATUS_IGNORE), "Test null");
     MT_CHECK(e->t, flag == 1, "Test on MPI_REQUEST_NULL: flag %d", flag);
-    check_rc(e, ZMPI_Wait(&nul, MPI_STATUS_IGNORE), "Wait null");
-    check_rc(e, ZMPI_Waitall(0, NULL, MPI_STATUSES_IGNORE), "Waitall 0");
+    MT_CHECK_RC(e->t, ZMPI_Wait(&nul, MPI_STATUS_IGNORE), "Wait null");
+    MT_CHECK_RC(e->t, ZMPI_Waitall(0, NULL, MPI_STATUSES_IGNORE), "Waitall 0");
     free(sb);
     free(rb);
 }
@@ -630,12 +621,12 @@ static void test_truncate(env *e)
         MPI_Request r, rr;
         MPI_Status st;
         int rc;
-        check_rc(e, ZMPI_Isend(sb, sends[i], MPI_FLOAT, e->right, 11, e->comm, &r), "Isend trunc");
+        MT_CHECK_RC(e->t, ZMPI_Isend(sb, sends[i], MPI_FLOAT, e->right, 11, e->comm, &r), "Isend trunc");
         if (i == 4) {
             /* found by zmpi inside a Waitall that also completes the send */
             MPI_Request both[2];
             MPI_Status sts[2];
-            check_rc(e, ZMPI_Irecv(rb, recvs[i], MPI_FLOAT, e->left, 11, e->comm, &both[0]), "Irecv trunc");
+            MT_CHECK_RC(e->t, ZMPI_Irecv(rb, recvs[i], MPI_FLOAT, e->left, 11, e->comm, &both[0]), "Irecv trunc");
             both[1] = r;
             rc = ZMPI_Waitall(2, both, sts);
             r = both[1];
@@ -646,14 +637,14 @@ static void test_truncate(env *e)
         } else if (i % 2 == 0) {
             rc = ZMPI_Recv(rb, recvs[i], MPI_FLOAT, e->left, 11, e->comm, &st);
         } else {
-            check_rc(e, ZMPI_Irecv(rb, recvs[i], MPI_FLOAT, e->left, 11, e->comm, &rr), "Irecv trunc");
+            MT_CHECK_RC(e->t, ZMPI_Irecv(rb, recvs[i], MPI_FLOAT, e->left, 11, e->comm, &rr), "Irecv trunc");
             rc = i == 1 ? ZMPI_Wait(&rr, &st) : ZMPI_Waitall(1, &rr, &st);
             if (i == 3 && err_class(rc) == MPI_ERR_IN_STATUS)
                 rc = st.MPI_ERROR;
         }
         MT_CHECK(e->t, err_class(rc) == MPI_ERR_TRUNCATE, "truncation %d: error class %d, expected %d", i,
                  err_class(rc), MPI_ERR_TRUNCATE);
-        check_rc(e, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait trunc send");
+        MT_CHECK_RC(e->t, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait trunc send");
         free(sb);
         free(rb);
     }
@@ -679,7 +670,7 @@ static void test_hostile(env *e)
                 void *sb = xmalloc((size_t)n * es), *rb = xmalloc((size_t)n * es);
                 gen(sb, (size_t)n, m->type, e->rank, id, kind);
                 MPI_Status st;
-                check_rc(e,
+                MT_CHECK_RC(e->t,
                          ZMPI_Sendrecv(sb, n, m->type, e->right, 12, rb, n, m->type, e->left, 12, e->comm,
                                        &st),
                          "Sendrecv hostile");
