@@ -202,7 +202,7 @@ ZMPI_API int zmpi_stream_info_get(const void *src, size_t src_size, zmpi_stream_
  * A channel holds the previous message of one (peer, tag, size) stream; each
  * end keeps its own channel and both must see the same sequence of messages.
  * Reset rule: the sender starts afresh (stream flag ZMPI_SF_RESET, history
- * taken as zeros) on its first message, whenever count, dtype, codec or
+ * taken as zeros; xorlzc-inter codes such a message as xorlzc) on its first message, whenever count, dtype, codec or
  * codec parameter change, after any error on its side, after
  * zmpi_channel_reset, and whenever the message is larger than the channel's
  * memory bound (such messages are never kept). A receiver accepts a non-reset

@@ -34,6 +34,25 @@
  * receiver decodes whatever its own settings (a plain MPI_Recv would get the
  * stream's bytes). Requests and probed messages: see the completion and probe
  * calls below. Internally zmpi calls only PMPI_ functions.
+ *
+ * Inter-step codecs (ZMPI_CODEC=xorlzc-inter, trunc-inter, dp2sp-inter)
+ * code a message against the previous message of its channel: (comm, peer,
+ * tag) in point-to-point, (comm, peer) in Alltoall(v) - give each recurring
+ * exchange a communicator of its own (MPI_Comm_dup), so that consecutive
+ * messages of a channel hold the same variables. Both ends keep that
+ * previous message: the sender at most ZMPI_CHANNEL_MEM bytes per
+ * communicator (beyond it the intra-step variant xorlzc / trunc / dp2sp
+ * codes the message), the receiver what its senders keep; reported in
+ * ZMPI_Stats.channel_bytes. The streams are numbered per channel and a
+ * channel restarts whenever a message of it travels otherwise (raw, below
+ * ZMPI_MIN_BYTES, another size), on both ends alike. Receives of a channel
+ * are decoded in the order MPI matched their messages (a completion call
+ * that finds a later one first completes the earlier receives of the
+ * channel). A message that arrives out of step - its predecessor went to a
+ * plain MPI receive or was lost to an error - is an error (class
+ * MPI_ERR_OTHER), never a wrong result; several threads sending on one
+ * channel must order their sends as they want them received. The other
+ * collectives use the intra-step variant.
  */
 #ifndef ZMPI_ZMPI_H
 #define ZMPI_ZMPI_H
@@ -86,6 +105,12 @@ typedef struct ZMPI_Config {
     double decomp_speed;
     double ratio;          /* expected compression ratio; 0: estimated from codec and bound (ZMPI_RATIO) */
     size_t scratch_keep;   /* bytes of working buffers kept between calls (ZMPI_SCRATCH) */
+    /* Inter-step codecs (xorlzc-inter, trunc-inter, dp2sp-inter): the most
+     * bytes of history the channels of the messages this rank sends on the
+     * communicator keep (ZMPI_CHANNEL_MEM); a message whose history does not
+     * fit is coded by the codec's intra-step variant instead. */
+    size_t channel_mem;
+    int trunc_bits;        /* bits trunc / trunc-inter drop (ZMPI_TRUNC_BITS); 0: 32 for doubles, 16 for floats */
 } ZMPI_Config;
 
 /* Statistics of a communicator (counters since its creation). */
@@ -107,6 +132,7 @@ typedef struct ZMPI_Stats {
      * ZMPI_Coll_algorithms); ZMPI_ALGO_MPI if the last call ran as plain MPI;
      * ZMPI_ALGO_DEFAULT (0) if it was never called. */
     int last_algorithm[ZMPI_COLL_COUNT];
+    unsigned long long channel_bytes;   /* history kept now by the inter-step channels of comm (both directions) */
 } ZMPI_Stats;
 
 /* Fills *cfg with the defaults from the environment. Returns MPI_SUCCESS, or

@@ -4,7 +4,9 @@
  * xorlzc:       d_i = bits(x_i) XOR bits(x_{i-1}) within the segment
  *               (x_{-1} = 0).
  * xorlzc-inter: d_i = bits(x_i) XOR bits(h_i), h = previous message of the
- *               channel for this segment (NULL: zeros).
+ *               channel for this segment; a message that resets the channel
+ *               (no history) is coded as xorlzc, so that the first message
+ *               of a channel compresses as well as the intra-step codec.
  *
  * Segment payload: the LZn codes of d_0 .. d_{n-1} (xorcore.h) with K = 32
  * (float: count 0..8, then 32 - 4c bits) or K = 64 (double: count 0..15,
@@ -88,10 +90,10 @@ static int xorlzc_decode(const zc_seg *s, const uint8_t *src, size_t size, void 
 
 /* ---- xorlzc-inter ---- */
 static ptrdiff_t xorlzci_encode(const zc_seg *s, const void *src, uint8_t *dst, size_t cap) {
-    return xl_encode(s, src, s->hist, 0, dst, cap);
+    return xl_encode(s, src, s->hist, s->hist == NULL, dst, cap);
 }
 static int xorlzci_decode(const zc_seg *s, const uint8_t *src, size_t size, void *dst) {
-    return xl_decode(s, s->hist, 0, src, size, dst);
+    return xl_decode(s, s->hist, s->hist == NULL, src, size, dst);
 }
 static void xorlzci_hist_update(const zc_seg *s, const void *out, void *hist) {
     size_t esz = xl_esz(s->dtype);

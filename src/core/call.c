@@ -61,13 +61,13 @@ static int why_not(const zmpi_comm_state *st, MPI_Datatype type, MPI_Op op, zmpi
         return ZMPI_WHY_TYPE;
     const ZMPI_Config *cfg = &st->cfg;
     int kind = zmpi_codec_kind(cfg->codec);
-    if (kind < 0 || zmpi_codec_needs_channel(cfg->codec))
-        return ZMPI_WHY_CONFIG; /* inter-step codecs are not used by the MPI layer yet */
+    if (kind < 0)
+        return ZMPI_WHY_CONFIG;
     if (kind == ZMPI_KIND_BOUNDED && cfg->eb_mode == ZMPI_EB_NONE)
         return ZMPI_WHY_CONFIG;
     if (cfg->codec == ZMPI_CODEC_STORED)
         return ZMPI_WHY_CONFIG;
-    if ((cfg->codec == ZMPI_CODEC_DP2SP) && *dt != ZMPI_DOUBLE)
+    if ((cfg->codec == ZMPI_CODEC_DP2SP || cfg->codec == ZMPI_CODEC_DP2SP_INTER) && *dt != ZMPI_DOUBLE)
         return ZMPI_WHY_TYPE;
     return ZMPI_WHY_NONE;
 }
@@ -122,7 +122,7 @@ static double model_ratio(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, zm
         return cfg->ratio;
     int kind = zmpi_codec_kind(cfg->codec);
     if (kind != ZMPI_KIND_BOUNDED)
-        return cfg->codec == ZMPI_CODEC_TRUNC || cfg->codec == ZMPI_CODEC_DP2SP ? 2.0 : 1.6;
+        return zmpi_codec_intra(cfg->codec) == ZMPI_CODEC_TRUNC || zmpi_codec_intra(cfg->codec) == ZMPI_CODEC_DP2SP ? 2.0 : 1.6;
     if (cfg->eb_mode != ZMPI_EB_REL)
         return 3.0;
     double rel = cfg->eb, bits = 0;
@@ -255,6 +255,8 @@ static int fill(zmpi_call *c, zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype t
         size_t seg = st->cfg.chunk / (size_t)(t > 0 ? t : 1);
         zmpi_ctx_set_param(c->ctx, ZMPI_P_SEGMENT, (long long)(seg < 4096 ? 4096 : seg));
     }
+    if (st->cfg.trunc_bits > 0)
+        zmpi_ctx_set_param(c->ctx, ZMPI_P_TRUNC_BITS, st->cfg.trunc_bits);
     if (c->mode != ZMPI_EB_NONE)
         zmpi_ctx_set_bound(c->ctx, c->mode, c->eb);
     return MPI_SUCCESS;
@@ -385,6 +387,11 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
         return 0;
     }
     c->coll = coll; /* c->algo: chosen by the collective's dispatcher (src/coll/dispatch.c) */
+    /* inter-step codecs keep channels in point-to-point and Alltoall(v) only;
+     * the other collectives code each message with the intra-step variant */
+    c->chan = zmpi_codec_needs_channel(st->cfg.codec) == 1 && coll == ZMPI_COLL_ALLTOALL;
+    if (zmpi_codec_needs_channel(st->cfg.codec) == 1 && !c->chan)
+        zmpi_ctx_set_codec(c->ctx, zmpi_codec_intra(st->cfg.codec));
     c->tune = st->tune_pending && st->tune_is_z;
     if (c->tune)
         tune_start(st, comm); /* after the one-time set-up above */
@@ -440,6 +447,7 @@ int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t b
         count_why(st, ZMPI_WHY_CONFIG);
         return ZMPI_CALL_PLAIN;
     }
+    c->chan = zmpi_codec_needs_channel(st->cfg.codec) == 1;
     return ZMPI_CALL_ON;
 }
 

@@ -283,6 +283,31 @@ static int set_scratch(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
     return 0;
 }
 
+static int set_channel_mem(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    double d;
+    if (!strcmp(v, "0"))
+        cfg->channel_mem = 0;
+    else if (parse_unit(v, 'r', &d) && d < 1e18)
+        cfg->channel_mem = (size_t)d;
+    else
+        return say(msg, cap, "expected bytes, e.g. 64M or 0");
+    return 0;
+}
+
+static int set_trunc_bits(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    unsigned long long d;
+    if (!strcmp(v, "codec")) {
+        cfg->trunc_bits = 0;
+        return 0;
+    }
+    if (!parse_uint(v, 52, &d) || d < 1)
+        return say(msg, cap, "expected bits to drop, 1 to 52 (at most 23 for floats), or codec");
+    cfg->trunc_bits = (int)d;
+    return 0;
+}
+
 static int set_net_bw(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
 {
     if (!parse_unit(v, 'r', &cfg->net_bw))
@@ -361,7 +386,11 @@ ALGO_SETTER(set_alg_reduce, ZMPI_COLL_REDUCE)
  * ZMPI_EB_MODE. Rows with no parser are variables of zmpi's tools, listed so
  * that the unknown-name check knows them. */
 static const zmpi_setting settings[] = {
-    {"ZMPI_CODEC", "fzl", "codec of the compressed messages, any of `zmpi codec list` (inter-step codecs are not used by the MPI layer yet)", set_codec},
+    {"ZMPI_CODEC", "fzl",
+     "codec of the compressed messages, any of `zmpi codec list`; the inter-step ones (xorlzc-inter, trunc-inter, "
+     "dp2sp-inter) code point-to-point and Alltoall(v) messages against the previous message of their channel, the "
+     "other collectives with the intra-step variant (xorlzc, trunc, dp2sp)",
+     set_codec},
     {"ZMPI_EB", "none",
      "error bound, a finite number > 0; without it the error-bounded codecs are off and calls run as plain MPI",
      set_eb},
@@ -377,6 +406,14 @@ static const zmpi_setting settings[] = {
     {"ZMPI_SCRATCH", "256M",
      "bytes of working buffers (compressed streams, reduction scratch) a communicator keeps between collective calls, e.g. 64M; 0: allocate and free per call",
      set_scratch},
+    {"ZMPI_CHANNEL_MEM", "64M",
+     "bytes of history the inter-step channels of the messages a rank sends on one communicator keep (a message "
+     "whose history does not fit is coded by the intra-step variant; a receiver keeps what its senders keep)",
+     set_channel_mem},
+    {"ZMPI_TRUNC_BITS", "codec",
+     "low bits trunc and trunc-inter drop, 1 to 52 (DP-Lossy_N; at most 23 for floats); codec: 32 for doubles, 16 "
+     "for floats",
+     set_trunc_bits},
     {"ZMPI_NET_BW", "unset",
      "link bandwidth (1Gbit, 10Gbit, 12.5GB; bytes/s without a unit): turns on \"compress only when it pays\"",
      set_net_bw},
@@ -437,6 +474,7 @@ void zmpi_config_defaults(ZMPI_Config *cfg)
     cfg->min_bytes = 65536;
     cfg->chunk = 65536;
     cfg->scratch_keep = (size_t)256 << 20;
+    cfg->channel_mem = (size_t)64 << 20;
 }
 
 int zmpi_config_env(ZMPI_Config *cfg, const char **bad, char *msg, size_t cap)
@@ -508,6 +546,8 @@ int zmpi_config_check(const ZMPI_Config *cfg, char *msg, size_t cap)
     if (cfg->threads < 0 || cfg->threads > online_cores())
         return say(msg, cap, "threads %d: 0 (all cores) to the %ld cores of this node", cfg->threads,
                    online_cores());
+    if (cfg->trunc_bits < 0 || cfg->trunc_bits > 52)
+        return say(msg, cap, "trunc_bits %d: 0 (the codec's default) to 52", cfg->trunc_bits);
     if (cfg->chunk < 64 || cfg->chunk > (1u << 26))
         return say(msg, cap, "chunk %zu: 64 to 67108864 elements", cfg->chunk);
     const double m[] = {cfg->net_bw, cfg->net_lat, cfg->comp_speed, cfg->decomp_speed, cfg->ratio};
@@ -635,6 +675,5 @@ int ZMPI_Config_compresses(const ZMPI_Config *cfg)
     if (cfg->eb_mode != ZMPI_EB_NONE)
         return 1;
     int kind = zmpi_codec_kind(cfg->codec);
-    return kind >= 0 && kind != ZMPI_KIND_BOUNDED && cfg->codec != ZMPI_CODEC_STORED &&
-           !zmpi_codec_needs_channel(cfg->codec);
+    return kind >= 0 && kind != ZMPI_KIND_BOUNDED && cfg->codec != ZMPI_CODEC_STORED;
 }

@@ -79,6 +79,7 @@ typedef struct zmpi_proc {
     void *ops;                  /* pending point-to-point operations (p2p/requests.c) */
     void (*ops_free)(void *ops); /* frees them in MPI_Finalize */
     atomic_int ndetached;       /* of them, freed by ZMPI_Request_free and not yet complete */
+    atomic_ullong next_posted;  /* numbers the operations in posting order */
     int err_tried, err_ok;      /* the classes below were attempted (at the first error) / exist */
     int err_class[ZMPI_EK_COUNT];
     int err_code[ZMPI_EK_COUNT][ZMPI_ERR_RING];
@@ -143,6 +144,10 @@ typedef struct zmpi_comm_state {
     atomic_ullong calls, compressed, fallback_type, fallback_small, fallback_config, fallback_model, codec_errors,
         bytes_raw, bytes_sent;
     atomic_ullong ns_compress, ns_decompress; /* ZMPI_Stats.ns_compress / ns_decompress */
+    pthread_mutex_t chan_lock;      /* guards the list of inter-step channels (chan.c) */
+    struct zmpi_chan *chans;
+    atomic_size_t chan_bytes;       /* their history, both directions (ZMPI_Stats.channel_bytes) */
+    atomic_size_t chan_send_bytes;  /* of which the sending side's (at most cfg.channel_mem) */
 } zmpi_comm_state;
 
 /* The state of comm, created from the environment on first use (or NULL if
@@ -158,6 +163,51 @@ int zmpi_state_error(const zmpi_comm_state *st);
  * different paths and hanging. Returns MPI_SUCCESS or the error (not
  * raised), on every rank. */
 int zmpi_state_agree(zmpi_comm_state *st, MPI_Comm comm);
+
+/* ---- inter-step channels (chan.c) ---- */
+
+#define ZMPI_CHAN_SEND 0
+#define ZMPI_CHAN_RECV 1
+#define ZMPI_CHAN_TAG_ALLTOALL (-0x7A45) /* Alltoall(v)'s channels (user tags are >= 0) */
+
+/* One direction of one channel of a communicator: its codec history. */
+typedef struct zmpi_chan {
+    struct zmpi_chan *next;
+    int peer, tag, dir;
+    pthread_mutex_t mu; /* held while a message of the channel is coded */
+    zmpi_channel *ch;   /* the history, or NULL */
+    uint64_t seq;       /* receiving: sequence number of the last message decoded */
+    int have_seq;
+    size_t mem;         /* bytes of history counted in the state */
+} zmpi_chan;
+
+/* The intra-step variant of an inter-step codec (xorlzc, trunc, dp2sp), or
+ * the codec itself. */
+zmpi_codec zmpi_codec_intra(zmpi_codec codec);
+/* The channel (peer, tag, dir) of st, created on first use, locked; NULL
+ * when memory is exhausted. Release with zmpi_chan_release. */
+zmpi_chan *zmpi_chan_acquire(zmpi_comm_state *st, int peer, int tag, int dir);
+/* The same, or NULL (nothing locked) when it does not exist. */
+zmpi_chan *zmpi_chan_find(zmpi_comm_state *st, int peer, int tag, int dir);
+void zmpi_chan_release(zmpi_chan *c);
+/* Compresses a message of the locked sending channel c with ctx's
+ * inter-step codec (its intra-step variant when the history does not fit
+ * cfg.channel_mem). Returns the stream size or a negative zmpi_error (the
+ * channel then restarts). */
+ptrdiff_t zmpi_chan_compress(zmpi_comm_state *st, zmpi_chan *c, zmpi_ctx *ctx, const void *src, size_t count,
+                             zmpi_dtype dt, void *dst, size_t cap);
+/* The message of channel c travelled as something else than the stream the
+ * channel coded (raw data, an intra-step or no stream): drop its history. */
+void zmpi_chan_forget(zmpi_comm_state *st, zmpi_chan *c);
+/* 1 if the inter-step stream `info` can be decoded on the receiving channel
+ * c now (a reset, or the next in sequence). */
+int zmpi_chan_in_step(const zmpi_chan *c, const zmpi_stream_info *info);
+/* Decodes an inter-step stream on the locked receiving channel c. Returns
+ * the bytes written or a negative zmpi_error (the history is then dropped). */
+ptrdiff_t zmpi_chan_decompress(zmpi_comm_state *st, zmpi_chan *c, zmpi_ctx *ctx, const void *src, size_t len,
+                               void *dst, size_t cap);
+/* Frees every channel of st (the communicator's state is freed). */
+void zmpi_chans_free(zmpi_comm_state *st);
 
 /* Basic float types: MPI_FLOAT, MPI_REAL, MPI_REAL4 (4 bytes) / MPI_DOUBLE,
  * MPI_DOUBLE_PRECISION, MPI_REAL8 (8 bytes) -> 1 and *dt; others -> 0. */
@@ -224,6 +274,7 @@ typedef struct zmpi_call {
     zmpi_ctx *raw;      /* the "stored" codec, for blocks that are not compressed */
     size_t min_bytes;
     int tune;           /* this collective call is being measured (zmpi_call_end completes it) */
+    int chan;           /* ctx's codec is an inter-step one: code through the channels (chan.c) */
     int err;            /* the error of zmpi_call_begin* returning ZMPI_CALL_ERR */
 } zmpi_call;
 

@@ -36,6 +36,12 @@ static zmpi_comm_state *state_new(const ZMPI_Config *cfg)
         free(s);
         return NULL;
     }
+    if (pthread_mutex_init(&s->chan_lock, NULL)) {
+        pthread_mutex_destroy(&s->kept_lock);
+        pthread_mutex_destroy(&s->scratch.lock);
+        free(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -50,6 +56,8 @@ static void state_free(zmpi_comm_state *s)
         free(k);
     }
     pthread_mutex_destroy(&s->kept_lock);
+    zmpi_chans_free(s); /* a duplicate starts with channels of its own */
+    pthread_mutex_destroy(&s->chan_lock);
     free(s);
 }
 
@@ -273,6 +281,7 @@ int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *out)
     out->ns_decompress = atomic_load(&s->ns_decompress);
     for (int k = 0; k < ZMPI_COLL_COUNT; k++)
         out->last_algorithm[k] = atomic_load(&s->last_algo[k]);
+    out->channel_bytes = atomic_load(&s->chan_bytes);
     pthread_mutex_lock(&s->scratch.lock);
     out->scratch_bytes = s->scratch.kept;
     pthread_mutex_unlock(&s->scratch.lock);

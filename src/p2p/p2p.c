@@ -21,7 +21,7 @@
  *                   so that it cannot be mistaken for one.
  *
  *     sender                                  receiver (any settings)
- *     len = stream < raw ? stream : raw       PMPI_Recv(buf, count, <es bytes>)
+ *     len = stream < raw ? stream : raw       PMPI_Recv(buf, count*es, MPI_BYTE)
  *     PMPI_Send(bytes, len, MPI_BYTE)  ---->  n = bytes received
  *                                             a valid stream of exactly n bytes?
  *                                               yes: check dtype and count,
@@ -84,6 +84,17 @@ MPI_Datatype zmpi_p2p_bytes_type(size_t es)
     if (!p)
         return MPI_DATATYPE_NULL;
     return es == 4 ? p->bytes4 : p->bytes8;
+}
+
+void zmpi_p2p_recv_shape(int count, size_t es, int *n, MPI_Datatype *type)
+{
+    if ((size_t)count * es <= (size_t)INT_MAX) {
+        *n = (int)((size_t)count * es);
+        *type = MPI_BYTE;
+    } else {
+        *n = count;
+        *type = zmpi_p2p_bytes_type(es);
+    }
 }
 
 size_t zmpi_p2p_status_bytes(const MPI_Status *st)
@@ -161,14 +172,104 @@ static int is_stream(const void *data, size_t n, zmpi_stream_info *info)
     return zmpi_stream_info_get(data, n, info) == ZMPI_OK && info->stream_size == n;
 }
 
+/* Anything but an inter-step stream arrived on (source, tag): the sender
+ * dropped that channel's history (chan.c), so the receiver does too. */
+static void channel_drop(zmpi_comm_state *s, int source, int tag)
+{
+    zmpi_chan *c = s ? zmpi_chan_find(s, source, tag, ZMPI_CHAN_RECV) : NULL;
+    if (c) {
+        zmpi_chan_forget(s, c);
+        zmpi_chan_release(c);
+    }
+}
+
+/* The receiving channel of an inter-step stream, locked and in step: when
+ * the stream is ahead of the channel, the earlier receives of the channel
+ * (posted before `posted`) are completed first - they hold the messages in
+ * between (MPI matches a channel's messages to its receives in posting
+ * order). Returns NULL with *rc when it stays out of step or memory fails. */
+static zmpi_chan *channel_in_step(zmpi_comm_state *s, const zmpi_stream_info *info, MPI_Comm comm,
+                                  const MPI_Status *st, uint64_t posted, int *rc)
+{
+    zmpi_chan *c = zmpi_chan_acquire(s, st->MPI_SOURCE, st->MPI_TAG, ZMPI_CHAN_RECV);
+    if (c && !zmpi_chan_in_step(c, info)) {
+        zmpi_chan_release(c);
+        zmpi_p2p_settle_before(comm, st->MPI_SOURCE, st->MPI_TAG, posted);
+        c = zmpi_chan_acquire(s, st->MPI_SOURCE, st->MPI_TAG, ZMPI_CHAN_RECV);
+        if (c && !zmpi_chan_in_step(c, info)) {
+            *rc = zmpi_err(ZMPI_EK_STREAM,
+                           "message %llu of the inter-step channel from rank %d, tag %d arrived out of step (the "
+                           "last decoded was %llu): a message in between went to another receive (a plain MPI "
+                           "receive?) or was lost to an error; the channel restarts with the sender's next reset",
+                           (unsigned long long)info->seq, st->MPI_SOURCE, st->MPI_TAG,
+                           c->have_seq ? (unsigned long long)c->seq : 0ull);
+            zmpi_chan_forget(s, c);
+            zmpi_chan_release(c);
+            return NULL;
+        }
+    }
+    if (!c)
+        *rc = MPI_ERR_NO_MEM;
+    return c;
+}
+
+/* Decodes a checked stream of `info` into buf (capacity cap bytes), through
+ * its channel for an inter-step codec. */
+static int decode(const void *data, size_t nbytes, void *buf, size_t cap, MPI_Datatype type,
+                  const zmpi_stream_info *info, zmpi_comm_state *s, MPI_Comm comm, MPI_Status *st, uint64_t posted)
+{
+    int rc = MPI_SUCCESS;
+    void *copy = NULL;
+    zmpi_chan *c = NULL;
+    zmpi_ctx *ctx = zmpi_ctx_create();
+    if (!ctx)
+        return MPI_ERR_NO_MEM;
+    if (data == buf) { /* the stream sits where its elements go: decode from a copy */
+        copy = malloc(nbytes);
+        if (!copy) {
+            rc = MPI_ERR_NO_MEM;
+            goto fn_exit;
+        }
+        memcpy(copy, data, nbytes);
+        data = copy;
+    }
+    if (s && s->cfg.threads != 1)
+        zmpi_ctx_set_param(ctx, ZMPI_P_THREADS, s->cfg.threads);
+    if (zmpi_codec_needs_channel(info->codec) == 1 && !(c = s ? channel_in_step(s, info, comm, st, posted, &rc) : NULL)) {
+        rc = rc ? rc : MPI_ERR_NO_MEM;
+        goto fn_exit;
+    }
+    const uint64_t t0 = zmpi_clock_ns();
+    ptrdiff_t r = c ? zmpi_chan_decompress(s, c, ctx, data, nbytes, buf, cap) : zmpi_decompress(ctx, data, nbytes, buf, cap);
+    zmpi_chan_release(c);
+    if (s)
+        atomic_fetch_add(&s->ns_decompress, zmpi_clock_ns() - t0);
+    size_t es = zmpi_dtype_size(info->dtype);
+    if (r != (ptrdiff_t)(info->count * es)) {
+        rc = zmpi_err(ZMPI_EK_STREAM, "a compressed message of %llu %s from rank %d, tag %d cannot be decoded: %s",
+                      (unsigned long long)info->count, type_name(info->dtype), st->MPI_SOURCE, st->MPI_TAG,
+                      r < 0 ? zmpi_strerror((int)r) : "wrong size");
+        goto fn_exit;
+    }
+    PMPI_Status_set_elements_x(st, type, (MPI_Count)info->count);
+fn_exit:
+    free(copy);
+    zmpi_ctx_free(ctx);
+    return rc;
+}
+
 int zmpi_p2p_deliver(const void *data, size_t nbytes, void *buf, int count, MPI_Datatype type, MPI_Comm comm,
-                     MPI_Status *st)
+                     MPI_Status *st, uint64_t posted)
 {
     zmpi_stream_info info;
     zmpi_dtype dt;
     zmpi_classify(type, &dt);
     size_t es = zmpi_dtype_size(dt), cap = (size_t)count * es;
-    if (!is_stream(data, nbytes, &info)) {
+    zmpi_comm_state *s = zmpi_state(comm);
+    int stream = is_stream(data, nbytes, &info);
+    if (s && s->chans && (!stream || zmpi_codec_needs_channel(info.codec) != 1))
+        channel_drop(s, st->MPI_SOURCE, st->MPI_TAG);
+    if (!stream) {
         /* raw data (MPI itself reports a message larger than the buffer) */
         if (nbytes > cap)
             return zmpi_err(ZMPI_EK_TRUNCATE, "a message of %zu bytes reached a receive of %d %s", nbytes, count,
@@ -184,38 +285,7 @@ int zmpi_p2p_deliver(const void *data, size_t nbytes, void *buf, int count, MPI_
     if (info.count > (uint64_t)count)
         return zmpi_err(ZMPI_EK_TRUNCATE, "a compressed message of %llu %s reached a receive of %d",
                         (unsigned long long)info.count, type_name(dt), count);
-    int rc = MPI_SUCCESS;
-    void *copy = NULL;
-    zmpi_ctx *ctx = zmpi_ctx_create();
-    if (!ctx)
-        return MPI_ERR_NO_MEM;
-    if (data == buf) { /* the stream sits where its elements go: decode from a copy */
-        copy = malloc(nbytes);
-        if (!copy) {
-            rc = MPI_ERR_NO_MEM;
-            goto fn_exit;
-        }
-        memcpy(copy, data, nbytes);
-        data = copy;
-    }
-    zmpi_comm_state *s = zmpi_state(comm);
-    if (s && s->cfg.threads != 1)
-        zmpi_ctx_set_param(ctx, ZMPI_P_THREADS, s->cfg.threads);
-    const uint64_t t0 = zmpi_clock_ns();
-    ptrdiff_t r = zmpi_decompress(ctx, data, nbytes, buf, cap);
-    if (s)
-        atomic_fetch_add(&s->ns_decompress, zmpi_clock_ns() - t0);
-    if (r != (ptrdiff_t)(info.count * es)) {
-        rc = zmpi_err(ZMPI_EK_STREAM, "a compressed message of %llu %s from rank %d, tag %d cannot be decoded: %s",
-                      (unsigned long long)info.count, type_name(dt), st->MPI_SOURCE, st->MPI_TAG,
-                      r < 0 ? zmpi_strerror((int)r) : "wrong size");
-        goto fn_exit;
-    }
-    PMPI_Status_set_elements_x(st, type, (MPI_Count)info.count);
-fn_exit:
-    free(copy);
-    zmpi_ctx_free(ctx);
-    return rc;
+    return decode(data, nbytes, buf, cap, type, &info, s, comm, st, posted);
 }
 
 /* ---- sending ---- */
@@ -237,14 +307,14 @@ static int frame_stored(const void *buf, size_t count, zmpi_dtype dt, void **own
     return rc;
 }
 
-static int send_prepare(const void *buf, int count, MPI_Datatype type, int peer, MPI_Comm comm, const void **out,
-                        int *len, void **owned);
+static int send_prepare(const void *buf, int count, MPI_Datatype type, int peer, int tag, MPI_Comm comm,
+                        const void **out, int *len, void **owned);
 
 /* send_prepare for a type that is not MPI_FLOAT / MPI_DOUBLE: an eligible
  * derived type is packed (unless dense) and sent as count*n elements of its
  * basic type; others go plain. */
-static int send_derived(const void *buf, int count, MPI_Datatype type, int peer, MPI_Comm comm, const void **out,
-                        int *len, void **owned)
+static int send_derived(const void *buf, int count, MPI_Datatype type, int peer, int tag, MPI_Comm comm,
+                        const void **out, int *len, void **owned)
 {
     zmpi_dtinfo *d;
     void *packed = NULL;
@@ -258,12 +328,12 @@ static int send_derived(const void *buf, int count, MPI_Datatype type, int peer,
     if (total > (size_t)INT_MAX / d->es)
         goto fn_exit; /* raw beyond INT_MAX bytes: plain (uncounted), as for MPI_FLOAT */
     if (d->dense || total == 0) {
-        rc = send_prepare(buf, (int)total, d->basic, peer, comm, out, len, owned);
+        rc = send_prepare(buf, (int)total, d->basic, peer, tag, comm, out, len, owned);
         goto fn_exit;
     }
     ZMPI_CHECK(zmpi_alloc(total * d->es, &packed));
     zmpi_dtinfo_pack(d, buf, (size_t)count, packed);
-    ZMPI_CHECK(send_prepare(packed, (int)total, d->basic, peer, comm, out, len, owned));
+    ZMPI_CHECK(send_prepare(packed, (int)total, d->basic, peer, tag, comm, out, len, owned));
     if (*out == packed) { /* sent raw from the packed copy */
         *owned = packed;
         packed = NULL;
@@ -276,12 +346,43 @@ fn_fail:
     goto fn_exit;
 }
 
-/* What to send for (buf, count, type) on comm: *out / *len bytes (MPI_BYTE)
- * and *owned = the buffer to free afterwards, or *out == NULL for the plain
- * PMPI call with the user's arguments. Returns MPI_SUCCESS or an error (not
- * raised). */
-static int send_prepare(const void *buf, int count, MPI_Datatype type, int peer, MPI_Comm comm, const void **out,
-                        int *len, void **owned)
+/* Compresses (buf, count) for the call c into a new buffer *owned:
+ * returns its length when it is smaller than the raw data, else 0 (the
+ * message goes raw). An inter-step codec codes against the channel of
+ * (peer, tag), whose history is dropped when the stream does not go. */
+static size_t compress_msg(zmpi_call *c, const void *buf, int count, int peer, int tag, void **owned, int *rc)
+{
+    size_t raw = (size_t)count * c->es, cap = zmpi_block_max(c, (size_t)count);
+    zmpi_chan *ch = c->chan ? zmpi_chan_acquire(c->st, peer, tag, ZMPI_CHAN_SEND) : NULL;
+    ptrdiff_t l = -1;
+    if (c->chan && !ch) /* no memory for a channel: the intra-step variant */
+        zmpi_ctx_set_codec(c->ctx, zmpi_codec_intra(zmpi_ctx_get_codec(c->ctx)));
+    if (raw >= c->min_bytes && raw > 0 && (*rc = zmpi_alloc(cap, owned)) == MPI_SUCCESS) {
+        const uint64_t t0 = zmpi_clock_ns();
+        l = ch ? zmpi_chan_compress(c->st, ch, c->ctx, buf, (size_t)count, c->dt, *owned, cap)
+               : zmpi_compress(c->ctx, buf, (size_t)count, c->dt, *owned, cap);
+        atomic_fetch_add(&c->st->ns_compress, zmpi_clock_ns() - t0);
+        if (l < 0)
+            atomic_fetch_add(&c->st->codec_errors, 1);
+    }
+    if (l > 0 && (size_t)l < raw) { /* a stream only where it is smaller than the data */
+        zmpi_chan_release(ch);
+        zmpi_stat_sent(c, raw, (size_t)l);
+        return (size_t)l;
+    }
+    zmpi_chan_forget(c->st, ch); /* the receiver sees no stream of the channel: both restart it */
+    zmpi_chan_release(ch);
+    free(*owned);
+    *owned = NULL;
+    return 0;
+}
+
+/* What to send for (buf, count, type) to (peer, tag) on comm: *out / *len
+ * bytes (MPI_BYTE) and *owned = the buffer to free afterwards, or *out ==
+ * NULL for the plain PMPI call with the user's arguments. Returns
+ * MPI_SUCCESS or an error (not raised). */
+static int send_prepare(const void *buf, int count, MPI_Datatype type, int peer, int tag, MPI_Comm comm,
+                        const void **out, int *len, void **owned)
 {
     zmpi_call c;
     size_t es = 0;
@@ -292,7 +393,7 @@ static int send_prepare(const void *buf, int count, MPI_Datatype type, int peer,
     if (peer == MPI_PROC_NULL || comm == MPI_COMM_NULL)
         return MPI_SUCCESS;
     if (!zmpi_p2p_is_float(type, &es))
-        return send_derived(buf, count, type, peer, comm, out, len, owned);
+        return send_derived(buf, count, type, peer, tag, comm, out, len, owned);
     size_t raw = (size_t)count * es;
     if (raw > (size_t)INT_MAX)
         return MPI_SUCCESS; /* raw: one MPI_BYTE message cannot hold it, the receiver takes any size */
@@ -303,25 +404,9 @@ static int send_prepare(const void *buf, int count, MPI_Datatype type, int peer,
         return c.err;
     int rc = MPI_SUCCESS;
     zmpi_stream_info info;
-    if (on == ZMPI_CALL_ON && raw >= c.min_bytes && raw > 0) {
-        size_t cap = zmpi_block_max(&c, (size_t)count);
-        rc = zmpi_alloc(cap, owned);
-        if (rc)
-            goto fn_exit;
-        const uint64_t t0 = zmpi_clock_ns();
-        ptrdiff_t l = zmpi_compress(c.ctx, buf, (size_t)count, c.dt, *owned, cap);
-        atomic_fetch_add(&c.st->ns_compress, zmpi_clock_ns() - t0);
-        if (l > 0 && (size_t)l < raw) { /* a stream only where it is smaller than the data */
-            zmpi_stat_sent(&c, raw, (size_t)l);
-            *out = *owned;
-            *len = (int)l;
-            goto fn_exit;
-        }
-        if (l < 0)
-            atomic_fetch_add(&c.st->codec_errors, 1);
-        free(*owned);
-        *owned = NULL;
-    }
+    size_t l = on == ZMPI_CALL_ON ? compress_msg(&c, buf, count, peer, tag, owned, &rc) : 0;
+    if (l || rc)
+        goto fn_exit;
     *out = buf;
     *len = (int)raw;
     if (is_stream(buf, raw, &info)) { /* raw data that reads as a stream: framed, so no receiver decodes it */
@@ -330,6 +415,10 @@ static int send_prepare(const void *buf, int count, MPI_Datatype type, int peer,
             *out = *owned;
     }
 fn_exit:
+    if (l) {
+        *out = *owned;
+        *len = (int)l;
+    }
     if (on == ZMPI_CALL_ON)
         zmpi_call_end(&c);
     if (rc) {
@@ -350,7 +439,7 @@ static int send_with(send_fn psend, const void *buf, int count, MPI_Datatype dat
     void *owned;
     int len = 0;
     zmpi_p2p_reap();
-    int rc = send_prepare(buf, count, datatype, dest, comm, &out, &len, &owned);
+    int rc = send_prepare(buf, count, datatype, dest, tag, comm, &out, &len, &owned);
     if (rc)
         return zmpi_raise(comm, rc);
     if (out)
@@ -384,7 +473,7 @@ static int isend(isend_fn pisend, const void *buf, int count, MPI_Datatype datat
     *raised = 0;
     if (!request)
         return zmpi_err(ZMPI_EK_REQUEST, "ZMPI_Isend: request is NULL");
-    int rc = send_prepare(buf, count, datatype, dest, comm, &out, &len, &owned);
+    int rc = send_prepare(buf, count, datatype, dest, tag, comm, &out, &len, &owned);
     if (rc)
         return rc;
     if (!out) {
@@ -463,14 +552,18 @@ int ZMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
         zmpi_p2p_rplan_free(&pl);
         return zmpi_raise(comm, rc);
     }
-    rc = PMPI_Recv(pl.rbuf, pl.rcount, zmpi_p2p_bytes_type(pl.es), source, tag, comm, &st);
+    int rn;
+    MPI_Datatype rt;
+    zmpi_p2p_recv_shape(pl.rcount, pl.es, &rn, &rt);
+    rc = PMPI_Recv(pl.rbuf, rn, rt, source, tag, comm, &st);
     if (rc) {
         zmpi_p2p_rplan_free(&pl);
         if (status != MPI_STATUS_IGNORE)
             *status = st;
         return rc; /* MPI raised it */
     }
-    rc = zmpi_p2p_deliver(pl.rbuf, zmpi_p2p_status_bytes(&st), pl.rbuf, pl.rcount, pl.rtype, comm, &st);
+    rc = zmpi_p2p_deliver(pl.rbuf, zmpi_p2p_status_bytes(&st), pl.rbuf, pl.rcount, pl.rtype, comm, &st,
+                          UINT64_MAX);
     if (rc == MPI_SUCCESS)
         zmpi_p2p_rplan_finish(&pl, buf, &st);
     zmpi_p2p_rplan_free(&pl);
@@ -511,6 +604,8 @@ static int irecv(void *buf, int count, MPI_Datatype datatype, int source, int ta
     op->count = count;
     op->type = datatype;
     op->quiet = quiet;
+    op->source = source;
+    op->tag = tag;
     op->plan = pl; /* the operation owns the plan from here on */
     if (zmpi_p2p_take_kept(comm, source, tag, buf, count, datatype, &kept_rc, &st)) {
         zmpi_p2p_op_done(op, &st, kept_rc); /* complete already; its error comes at completion */
@@ -519,7 +614,10 @@ static int irecv(void *buf, int count, MPI_Datatype datatype, int source, int ta
         *raised = 1;
         return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
     } else {
-        rc = PMPI_Irecv(pl.rbuf, pl.rcount, zmpi_p2p_bytes_type(pl.es), source, tag, comm, &op->req);
+        int rn;
+        MPI_Datatype rt;
+        zmpi_p2p_recv_shape(pl.rcount, pl.es, &rn, &rt);
+        rc = PMPI_Irecv(pl.rbuf, rn, rt, source, tag, comm, &op->req);
         if (rc) {
             zmpi_p2p_op_discard(op);
             *raised = 1;

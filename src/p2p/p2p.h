@@ -12,6 +12,9 @@
 #define ZMPI_P2P_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include <pthread.h>
 
 #include "core/core.h"
 
@@ -44,6 +47,10 @@ typedef struct zmpi_p2p_op {
     int finished;             /* the underlying transfer is over and the result below is final */
     int quiet;                /* completion errors are not raised (ZMPI_Sendrecv raises them once) */
     int collecting;           /* a zmpi completion call is collecting it: the query returns success */
+    int busy;                 /* a completion call of thread busy_by holds it (under the registry's mutex) */
+    pthread_t busy_by;
+    uint64_t posted;          /* order of posting among the process's operations */
+    int source, tag;          /* receive: the user's source and tag (possibly wildcards) */
     void *buf;                /* receive: the user's buffer */
     int count;                /* receive: the user's count */
     MPI_Datatype type;        /* receive: the user's datatype */
@@ -59,17 +66,26 @@ typedef struct zmpi_p2p_op {
  * MPI_DOUBLE, whatever the communicator's settings: a compressed message
  * must be recognised by any receiver), with *es the element size. */
 int zmpi_p2p_is_float(MPI_Datatype type, size_t *es);
-/* The datatype a float/double receive uses: es contiguous MPI_BYTEs, so that
- * raw data and compressed streams (both sent as bytes) match it and counts
- * beyond INT_MAX bytes work. */
+/* The datatype of a float/double receive beyond INT_MAX bytes: es
+ * contiguous MPI_BYTEs, so that raw data and compressed streams (both sent
+ * as bytes) match it and such counts work. */
 MPI_Datatype zmpi_p2p_bytes_type(size_t es);
+/* How a float/double receive of count elements of es bytes is posted:
+ * *n MPI_BYTEs (count * es) while that fits an int, else count units of
+ * zmpi_p2p_bytes_type(es). (SimGrid's SMPI drops the trailing partial
+ * element of a message received into a contiguous type of several bytes,
+ * which a compressed stream's length usually leaves.) */
+void zmpi_p2p_recv_shape(int count, size_t es, int *n, MPI_Datatype *type);
 /* Finishes a float/double receive of (buf, count, type) whose message (raw
  * data or a zmpi stream, `nbytes` bytes) is at `data` - which is buf itself
  * when it was received there, or a kept message (probe.c). Decodes a
- * stream into buf, or copies raw data; sets *st's element count. Returns
- * MPI_SUCCESS or a zmpi error code (not raised). */
+ * stream into buf, or copies raw data; sets *st's element count. `posted`:
+ * the receive's place in posting order (zmpi_p2p_op.posted; UINT64_MAX for
+ * a blocking receive): an inter-step stream ahead of its channel first
+ * completes the channel's receives posted before it. Returns MPI_SUCCESS or
+ * a zmpi error code (not raised). */
 int zmpi_p2p_deliver(const void *data, size_t nbytes, void *buf, int count, MPI_Datatype type, MPI_Comm comm,
-                     MPI_Status *st);
+                     MPI_Status *st, uint64_t posted);
 /* Plans a receive of (buf, count, type): 1 with *pl filled (release with
  * zmpi_p2p_rplan_free) when it goes through zmpi's path (MPI_FLOAT,
  * MPI_DOUBLE, eligible derived types of at most INT_MAX elements), 0 for
@@ -99,6 +115,12 @@ void zmpi_p2p_op_done(zmpi_p2p_op *op, const MPI_Status *st, int err);
 int zmpi_p2p_waitall(int count, MPI_Request *requests, MPI_Status *statuses, int *raised);
 /* Completes detached operations whose transfers are over. */
 void zmpi_p2p_reap(void);
+/* Completes (blocking) the receive operations on comm that were posted
+ * before `posted`, can match (source, tag) and are still in flight, oldest
+ * first: an inter-step stream that arrived ahead of its channel needs the
+ * messages those hold. They are matched already (MPI matches a message to
+ * the earliest posted receive that fits), so waiting on them cannot hang. */
+void zmpi_p2p_settle_before(MPI_Comm comm, int source, int tag, uint64_t posted);
 
 /* ---- probe.c ---- */
 

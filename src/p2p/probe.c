@@ -121,7 +121,7 @@ static int deliver_kept(zmpi_kept *k, void *buf, int count, MPI_Datatype type, M
     int how = zmpi_p2p_rplan_make(buf, count, type, &pl, &rc);
     if (how > 0) {
         rc = pl.rcount < 0 ? MPI_ERR_COUNT
-                           : zmpi_p2p_deliver(k->data, k->bytes, pl.rbuf, pl.rcount, pl.rtype, comm, st);
+                           : zmpi_p2p_deliver(k->data, k->bytes, pl.rbuf, pl.rcount, pl.rtype, comm, st, UINT64_MAX);
         if (rc == MPI_SUCCESS)
             zmpi_p2p_rplan_finish(&pl, buf, st);
         zmpi_p2p_rplan_free(&pl);

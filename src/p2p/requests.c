@@ -132,7 +132,7 @@ static void op_finish(zmpi_p2p_op *op, const MPI_Status *s)
     if (op->is_recv && !cancelled) {
         zmpi_p2p_rplan *pl = &op->plan;
         op->err = zmpi_p2p_deliver(pl->rbuf, zmpi_p2p_status_bytes(&st), pl->rbuf, pl->rcount, pl->rtype, op->comm,
-                                   &st);
+                                   &st, op->posted);
         if (op->err == MPI_SUCCESS)
             zmpi_p2p_rplan_finish(pl, op->buf, &st);
         else
@@ -198,6 +198,7 @@ int zmpi_p2p_op_new(MPI_Comm comm, int is_recv, zmpi_p2p_op **out)
     op->proc = p;
     op->req = MPI_REQUEST_NULL;
     op->comm = comm;
+    op->posted = atomic_fetch_add(&p->next_posted, 1);
     op->is_recv = is_recv;
     op->type = MPI_DATATYPE_NULL;
 #ifdef ZMPI_HAVE_GREQX
@@ -295,6 +296,22 @@ typedef struct family {
     MPI_Status sts_s[8];
 } family;
 
+/* Marks ops[0..n) (NULL entries skipped) as held by this thread's
+ * completion call, or releases them. */
+static void mark_busy(zmpi_p2p_op **ops, int n, int on)
+{
+    zmpi_proc *p = zmpi_proc_get();
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < n; i++)
+        if (ops[i]) {
+            ops[i]->busy = on;
+            ops[i]->busy_by = pthread_self();
+        }
+    pthread_mutex_unlock(&p->mu);
+}
+
 static int family_begin(family *f, int n, const MPI_Request *reqs, int *nops)
 {
     f->n = n;
@@ -310,6 +327,7 @@ static int family_begin(family *f, int n, const MPI_Request *reqs, int *nops)
             return MPI_ERR_NO_MEM;
     }
     lookup(n, reqs, f->ops);
+    mark_busy(f->ops, n, 1);
     for (int i = 0; i < n; i++) {
         f->under[i] = f->ops[i] ? f->ops[i]->req : reqs[i];
         *nops += f->ops[i] != NULL;
@@ -320,6 +338,7 @@ static int family_begin(family *f, int n, const MPI_Request *reqs, int *nops)
 
 static void family_end(family *f)
 {
+    mark_busy(f->ops, f->n, 0); /* those still alive (collected ones are NULL) */
     if (f->ops != f->ops_s)
         free(f->ops);
     if (f->under != f->under_s)
@@ -338,12 +357,64 @@ static void settle_op(family *f, int i)
         op_finish(op, &f->sts[i]);
 }
 
+/* settle_op for the elements idx[0..n) (all when idx is NULL), in the order
+ * the operations were posted: the messages of an inter-step channel are
+ * decoded in the order MPI matched them. */
+static void settle_in_order(family *f, const int *idx, int n)
+{
+    for (;;) {
+        int best = -1;
+        for (int k = 0; k < n; k++) {
+            int i = idx ? idx[k] : k;
+            zmpi_p2p_op *op = f->ops[i];
+            if (op && !op->finished && f->under[i] == MPI_REQUEST_NULL &&
+                (best < 0 || op->posted < f->ops[best]->posted))
+                best = i;
+        }
+        if (best < 0)
+            return;
+        settle_op(f, best);
+    }
+}
+
+void zmpi_p2p_settle_before(MPI_Comm comm, int source, int tag, uint64_t posted)
+{
+    zmpi_proc *p = zmpi_proc_get();
+    pthread_t self = pthread_self();
+    while (p) {
+        zmpi_p2p_op *best = NULL;
+        pthread_mutex_lock(&p->mu);
+        for (zmpi_p2p_op *op = p->ops; op; op = op->next)
+            if (op->is_recv && !op->finished && op->req != MPI_REQUEST_NULL && op->comm == comm &&
+                op->posted < posted && !op->claimed && !op->collecting &&
+                (!op->busy || pthread_equal(op->busy_by, self)) &&
+                (op->source == MPI_ANY_SOURCE || op->source == source) && (op->tag == MPI_ANY_TAG || op->tag == tag) &&
+                (!best || op->posted < best->posted))
+                best = op;
+        int was_busy = best ? best->busy : 0;
+        if (best) {
+            best->busy = 1;
+            best->busy_by = self;
+        }
+        pthread_mutex_unlock(&p->mu);
+        if (!best)
+            return;
+        op_progress(best, 1);
+        pthread_mutex_lock(&p->mu);
+        best->busy = was_busy;
+        pthread_mutex_unlock(&p->mu);
+        if (!best->finished)
+            return; /* MPI failed it: its own completion reports that */
+    }
+}
+
 /* Completes element i for the user: a zmpi operation is collected (error
  * into *err, status into st), a plain request's handle and status copied. */
 static void deliver(family *f, MPI_Request *reqs, int i, MPI_Status *st, int *err, MPI_Comm *comm, int *quiet)
 {
     if (f->ops[i]) {
         *err = collect(&reqs[i], f->ops[i], st, comm, quiet);
+        f->ops[i] = NULL; /* freed */
     } else {
         reqs[i] = f->under[i];
         if (st != MPI_STATUS_IGNORE)
@@ -368,12 +439,11 @@ static int deliver_all(family *f, MPI_Request *requests, MPI_Status *statuses, i
 {
     int nerr = 0, first = MPI_SUCCESS, quiet = 1;
     MPI_Comm comm = MPI_COMM_NULL;
+    settle_in_order(f, NULL, f->n);
     for (int i = 0; i < f->n; i++) {
         int err, q = 1;
         MPI_Comm c = MPI_COMM_NULL;
         MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
-        if (f->ops[i])
-            settle_op(f, i);
         deliver(f, requests, i, st, &err, &c, &q);
         if (st != MPI_STATUS_IGNORE)
             st->MPI_ERROR = err;
@@ -407,10 +477,9 @@ int zmpi_p2p_waitall(int count, MPI_Request *requests, MPI_Status *statuses, int
     rc = PMPI_Waitall(count, f.under, f.sts);
     if (rc) { /* an MPI error (raised by MPI): finish what is over, keep the rest */
         *raised = 1;
+        settle_in_order(&f, NULL, count);
         for (int i = 0; i < count; i++) {
-            if (f.ops[i])
-                settle_op(&f, i);
-            else
+            if (!f.ops[i])
                 requests[i] = f.under[i];
             if (statuses != MPI_STATUSES_IGNORE)
                 statuses[i] = f.sts[i];
@@ -543,11 +612,9 @@ static int some_impl(int incount, MPI_Request *requests, int *outcount, int *ind
         }
         rc = block ? PMPI_Waitsome(incount, f.under, &out, idx, tmp) : PMPI_Testsome(incount, f.under, &out, idx, tmp);
         if (rc == MPI_SUCCESS && out != MPI_UNDEFINED) {
-            for (int k = 0; k < out; k++) {
+            for (int k = 0; k < out; k++)
                 f.sts[idx[k]] = tmp[k];
-                if (f.ops[idx[k]])
-                    settle_op(&f, idx[k]);
-            }
+            settle_in_order(&f, idx, out);
             n = out;
         } else if (rc == MPI_SUCCESS) {
             n = MPI_UNDEFINED;

@@ -25,6 +25,11 @@
  * Error per element: one compression. ABS: <= eb; REL: <= rel * (max - min)
  * of the block; message scope = result scope.
  *
+ * Inter-step codecs: the block for rank j is coded against the previous
+ * block this rank sent to j on the communicator (the channel of peer j,
+ * src/core/chan.c); both ends keep it. Collectives are called in the same
+ * order on every rank, so the channels stay in step.
+ *
  * Edge cases: blocks of 0 elements send nothing; uneven blocks (Alltoallv);
  * MPI_IN_PLACE; any N >= 2 (pairs come from rank + s, so no power of two is
  * needed); blocks below ZMPI_MIN_BYTES travel uncompressed (v-variant).
@@ -60,8 +65,8 @@ static int compress_upto(pw *p, int upto)
         int s = p->ncomp + 1, dest = (c->rank + s) % c->size;
         size_t n = (size_t)p->sendcounts[dest];
         p->ooff[s] = p->cur;
-        rc = zmpi_dm_compress(c, p->sendbuf + (ptrdiff_t)p->sdispls[dest] * (ptrdiff_t)c->es, n,
-                              p->out + p->cur, zmpi_dm_cap(c, n), &p->olen[s]);
+        rc = zmpi_dm_compress_to(c, dest, p->sendbuf + (ptrdiff_t)p->sdispls[dest] * (ptrdiff_t)c->es, n,
+                                 p->out + p->cur, zmpi_dm_cap(c, n), &p->olen[s]);
         p->cur += p->olen[s];
     }
     return rc;
@@ -147,9 +152,9 @@ int zmpi_alltoallv_pairwise(zmpi_call *c, const void *sendbuf, const int *sendco
             ZMPI_CHECK(start(&p, s + 1));
         }
         ZMPI_CHECK(zmpi_dm_vrecv_wait(c, &p.in[s % 2]));
-        int e = zmpi_dm_decompress(c, p.in[s % 2].buf, p.in[s % 2].len,
-                                   (char *)recvbuf + (ptrdiff_t)rdispls[src] * (ptrdiff_t)c->es,
-                                   (size_t)recvcounts[src]);
+        int e = zmpi_dm_decompress_from(c, src, p.in[s % 2].buf, p.in[s % 2].len,
+                                        (char *)recvbuf + (ptrdiff_t)rdispls[src] * (ptrdiff_t)c->es,
+                                        (size_t)recvcounts[src]);
         drc = drc ? drc : e;
     }
     ZMPI_CHECK(zmpi_dm_waitall(&p.sr));

@@ -213,6 +213,63 @@ fn_exit:
     return rc;
 }
 
+int zmpi_dm_compress_to(zmpi_call *c, int peer, const void *src, size_t count, void *dst, size_t cap, size_t *len)
+{
+    if (!c->chan)
+        return zmpi_dm_compress(c, src, count, dst, cap, len);
+    zmpi_chan *ch = zmpi_chan_acquire(c->st, peer, ZMPI_CHAN_TAG_ALLTOALL, ZMPI_CHAN_SEND);
+    ptrdiff_t n = -1;
+    *len = 0;
+    if (ch && count > 0 && count * c->es >= c->min_bytes) {
+        const uint64_t t0 = zmpi_clock_ns();
+        n = zmpi_chan_compress(c->st, ch, c->ctx, src, count, c->dt, dst, cap);
+        atomic_fetch_add(&c->st->ns_compress, zmpi_clock_ns() - t0);
+        if (n < 0 && n != ZMPI_ERR_DST_TOO_SMALL)
+            atomic_fetch_add(&c->st->codec_errors, 1);
+        if (n >= 0)
+            zmpi_stat_sent(c, count * c->es, (size_t)n);
+    }
+    if (n < 0) { /* empty, small, or a codec error: no stream of the channel goes */
+        zmpi_chan_forget(c->st, ch);
+        n = count ? zmpi_compress(c->raw, src, count, c->dt, dst, cap) : 0;
+        if (n > 0)
+            zmpi_stat_sent(c, count * c->es, (size_t)n);
+    }
+    zmpi_chan_release(ch);
+    if (n < 0)
+        return MPI_ERR_INTERN; /* cap below zmpi_dm_cap: a bug */
+    *len = (size_t)n;
+    return MPI_SUCCESS;
+}
+
+int zmpi_dm_decompress_from(zmpi_call *c, int peer, const void *src, size_t len, void *dst, size_t count)
+{
+    zmpi_stream_info info;
+    if (!c->chan)
+        return zmpi_dm_decompress(c, src, len, dst, count);
+    int inter = len > 0 && zmpi_stream_info_get(src, len, &info) == ZMPI_OK &&
+                zmpi_codec_needs_channel(info.codec) == 1;
+    zmpi_chan *ch = inter ? zmpi_chan_acquire(c->st, peer, ZMPI_CHAN_TAG_ALLTOALL, ZMPI_CHAN_RECV)
+                          : zmpi_chan_find(c->st, peer, ZMPI_CHAN_TAG_ALLTOALL, ZMPI_CHAN_RECV);
+    int rc = MPI_SUCCESS;
+    if (!inter) {
+        zmpi_chan_forget(c->st, ch);
+        zmpi_chan_release(ch);
+        return zmpi_dm_decompress(c, src, len, dst, count);
+    }
+    if (!ch || info.count > (uint64_t)count || info.dtype != c->dt || !zmpi_chan_in_step(ch, &info)) {
+        rc = !ch ? MPI_ERR_NO_MEM : info.count > (uint64_t)count ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
+        zmpi_chan_forget(c->st, ch);
+    } else {
+        const uint64_t t0 = zmpi_clock_ns();
+        ptrdiff_t r = zmpi_chan_decompress(c->st, ch, c->ctx, src, len, dst, count * c->es);
+        atomic_fetch_add(&c->st->ns_decompress, zmpi_clock_ns() - t0);
+        rc = r == (ptrdiff_t)(info.count * c->es) ? MPI_SUCCESS : MPI_ERR_OTHER;
+    }
+    zmpi_chan_release(ch);
+    return rc;
+}
+
 int zmpi_dm_dir_total(const uint64_t *dir, int n, size_t *total)
 {
     int rc = MPI_SUCCESS;

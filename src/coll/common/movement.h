@@ -113,6 +113,13 @@ int zmpi_dm_compress(zmpi_call *c, const void *src, size_t count, void *dst, siz
  * empty block. MPI_ERR_TRUNCATE if the stream holds more than count
  * elements, MPI_ERR_OTHER if it is corrupt or of the wrong dtype. */
 int zmpi_dm_decompress(zmpi_call *c, const void *src, size_t len, void *dst, size_t count);
+/* The same for a block sent to / received from `peer` in Alltoall(v): with
+ * an inter-step codec (c->chan) through the channel of that peer
+ * (ZMPI_CHAN_TAG_ALLTOALL): a block that is empty, below ZMPI_MIN_BYTES or
+ * not coded by the channel drops its history on both ends. Without one,
+ * zmpi_dm_compress / zmpi_dm_decompress. */
+int zmpi_dm_compress_to(zmpi_call *c, int peer, const void *src, size_t count, void *dst, size_t cap, size_t *len);
+int zmpi_dm_decompress_from(zmpi_call *c, int peer, const void *src, size_t len, void *dst, size_t count);
 
 /* Bundles: the directory dir[0..n) (stream sizes) and the data (sum of dir
  * bytes) of n consecutive blocks. The receive allocates *data (free it). */
