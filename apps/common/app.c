@@ -264,11 +264,16 @@ MPI_Comm app_comm_split(app *a, int color, int key)
 {
     MPI_Comm c;
     MPI_Comm_split(a->comm, color, key, &c);
-    if (c != MPI_COMM_NULL) {
-        copy_settings(a, c);
-        track(a, c);
-    }
+    app_adopt(a, c);
     return c;
+}
+
+void app_adopt(app *a, MPI_Comm c)
+{
+    if (c == MPI_COMM_NULL)
+        return;
+    copy_settings(a, c);
+    track(a, c);
 }
 
 void app_start(app *a)

@@ -93,6 +93,10 @@ void app_log(const app *a, const char *fmt, ...) __attribute__((format(printf, 2
 MPI_Comm app_comm_dup(app *a);
 /* Splits: as MPI_Comm_split, statistics counted, settings copied. */
 MPI_Comm app_comm_split(app *a, int color, int key);
+/* A communicator the application made from its own (MPI_Cart_create, ...):
+ * given the application communicator's settings, statistics counted, freed
+ * by app_finish. */
+void app_adopt(app *a, MPI_Comm c);
 
 /* The timed part: barrier, clock, counters reset / barrier, clock. */
 void app_start(app *a);

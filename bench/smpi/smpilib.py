@@ -1,0 +1,115 @@
+"""What bench/smpi/run and bench/apps/run share: building zmpi's sources with
+SimGrid's smpicc, the simulated platforms and running a program on them.
+
+How SMPI charges time: the code between MPI calls is timed on the host and
+injected as simulated computation (host speed 1 Gflop/s = one host second
+per simulated second, --cfg=smpi/host-speed:1Gf); only the calling thread's
+CPU time counts, and work inside MPI calls (e.g. the reduction inside
+MPI_Allreduce) is free - so zmpi, which compresses and reduces in its own
+code, is charged for work the baseline gets for free.
+
+The collective algorithms of the plain MPI come from SMPI's selector
+(smpi/coll-selector): SMPI models the choices of several MPI libraries
+(SELECTORS), which differ by up to 4x on the same call; the fair baseline is
+the fastest of them for each case (best_plain).
+"""
+import glob
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PLATFORMS = ("gige64", "tengige64", "omnipath64")
+# The selectors of SMPI that model a real MPI library's collective choices.
+SELECTORS = ("mpich", "ompi", "mvapich2", "impi")
+# SMPI injects a simulated cost into every MPI_Test (default 100 us, doubled
+# on each consecutive call): a model of busy-wait loops, not of what a Test
+# costs (well under 1 us). zmpi polls its transfers with MPI_Test between
+# compression pieces, which the plain collectives never do, so the default
+# would charge it tens of milliseconds per call for nothing. Charge 1 us.
+SMPI_CFG = ["--cfg=smpi/test:1e-6", "--cfg=smpi/grow-injected-times:no"]
+# The network each platform models, for zmpi's "does compression pay" model
+# (ZMPI_NET_BW / ZMPI_NET_LAT): link bandwidth and end-to-end latency.
+NET = {"gige64": ("1Gbit", "50us"), "tengige64": ("10Gbit", "10us"), "omnipath64": ("100Gbit", "1us")}
+# zmpi's library sources (the MPI layer and the codecs), as the native build compiles them.
+ZMPI_SOURCES = ["src/codec/*.c", "src/codec/*.h", "src/core/*", "src/coll/*.c", "src/coll/*.h", "src/coll/*/*.c",
+                "src/coll/*/*.h", "src/p2p/*", "include/zmpi/*.h"]
+# Same code as the native build: -O3 and the AVX2 kernels (chosen at run
+# time), so the computation SMPI charges is what a real run would do.
+CFLAGS = ["-std=c11", "-O3", "-ffp-contract=off", "-DZMPI_HAVE_AVX2=1", "-I" + os.path.join(ROOT, "include"),
+          "-I" + os.path.join(ROOT, "src"), "-I" + os.path.join(ROOT, "src", "codec")]
+
+
+def log(tag, msg):
+    print(f"[{tag}] {msg}", file=sys.stderr, flush=True)
+
+
+def expand(patterns):
+    out = []
+    for p in patterns:
+        out += sorted(glob.glob(os.path.join(ROOT, p)))
+    return out
+
+
+def build(exe, patterns, extra_flags=(), libs=(), tag="smpi"):
+    """Compiles the files of `patterns` (relative to the repository; .h files
+    only count for staleness) with smpicc into exe, unless exe is newer than
+    all of them. Returns exe."""
+    srcs = expand(patterns)
+    if os.path.exists(exe) and os.path.getmtime(exe) >= max(os.path.getmtime(s) for s in srcs):
+        return exe
+    bdir = os.path.dirname(exe)
+    os.makedirs(bdir, exist_ok=True)
+    flags = CFLAGS + list(extra_flags)
+    avx2 = [s for s in srcs if s.endswith("_avx2.c")]
+    cfiles = [s for s in srcs if s.endswith(".c") and s not in avx2]
+    objs = []
+    log(tag, f"building {os.path.basename(exe)} with smpicc")
+    for a in avx2:
+        obj = os.path.join(bdir, os.path.basename(exe) + "." + os.path.basename(a)[:-2] + ".o")
+        r = subprocess.run(["smpicc", "-c", "-mavx2"] + flags + [a, "-o", obj], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"{tag}: smpicc failed on {a}:\n{r.stderr[-3000:]}")
+        objs.append(obj)
+    cmd = ["smpicc"] + flags + cfiles + objs + ["-o", exe] + list(libs) + ["-lzstd", "-lxxhash", "-lm"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{tag}: smpicc failed:\n{r.stderr[-3000:]}")
+    return exe
+
+
+def platform_file(platform):
+    """The XML of a platform name: one of PLATFORMS, or a path to an XML file."""
+    if platform.endswith(".xml") and os.path.exists(platform):
+        return platform
+    plat = os.path.join(HERE, platform + ".xml")
+    if not os.path.exists(plat):
+        sys.exit(f"smpi: unknown platform {platform} (have: {', '.join(PLATFORMS)}, or an .xml file)")
+    return plat
+
+
+def smpirun_cmd(exe, platform, ranks, selector, cfg=(), args=()):
+    return (["smpirun", "-np", str(ranks), "-platform", platform_file(platform), "-hostfile",
+             os.path.join(HERE, "hosts64.txt") if ranks <= 64 else hostfile(ranks),
+             "--cfg=smpi/host-speed:1Gf", f"--cfg=smpi/coll-selector:{selector}", "--cfg=smpi/display-timing:no",
+             "--log=root.thres:critical"] + SMPI_CFG + list(cfg) + [exe] + list(args))
+
+
+def hostfile(ranks):
+    path = os.path.join(ROOT, "build", "bench-smpi", f"hosts{ranks}.txt")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        for i in range(ranks):
+            f.write(f"node-{i}\n")
+    return path
+
+
+def net_env(platform, env=None, model=True):
+    """The environment with zmpi told the platform's network (unless model is False)."""
+    env = dict(os.environ if env is None else env)
+    env.setdefault("ZMPI_DATA", os.path.join(ROOT, "..", "shared", "data"))
+    if model and platform in NET:
+        env.setdefault("ZMPI_NET_BW", NET[platform][0])
+        env.setdefault("ZMPI_NET_LAT", NET[platform][1])
+    return env
