@@ -11,7 +11,9 @@
  * restricted to the columns s owns), and a complex FFT of every owned
  * column (N0 values). Inverse: the same backwards. Every 1-D transform is
  * scaled to be unitary (1/sqrt(n)), so errors keep their L2 norm through
- * it. --iters round trips (default 5), each from the original field.
+ * it. --iters round trips (default 5), each from the original field. Each
+ * transpose has a communicator of its own (so zmpi's inter-step codecs see
+ * the same transpose's previous message on a channel).
  *
  *     rows of r ─r2c─▶ (rows of r) x M1 ──Alltoallv──▶ N0 x (columns of s) ─c2c─▶ spectrum
  *     spectrum ─c2c⁻¹─▶ N0 x (columns of s) ──Alltoallv──▶ (rows of r) x M1 ─c2r─▶ field
@@ -49,6 +51,7 @@ typedef struct fft {
     int *scnt, *sdsp, *rcnt, *rdsp;
     fftwf_plan fr2c, fc2r, fcol, icol;
     double range;       /* value range of the transposed data (REL bounds) */
+    MPI_Comm fwd, inv;  /* one communicator per transpose: a channel's consecutive messages hold the same data */
 } fft;
 
 static int part(int n, int parts, int i)
@@ -160,7 +163,7 @@ static void transpose_fwd(fft *f, double *lo, double *hi)
         f->rcnt[s] = (q1 - q0) * (f->c1 - f->c0) * 2;
         f->rdsp[s] = s ? f->rdsp[s - 1] + f->rcnt[s - 1] : 0;
     }
-    app_alltoallv(a, f->sbuf, f->scnt, f->sdsp, f->rbuf, f->rcnt, f->rdsp, MPI_FLOAT, a->comm);
+    app_alltoallv(a, f->sbuf, f->scnt, f->sdsp, f->rbuf, f->rcnt, f->rdsp, MPI_FLOAT, f->fwd);
     for (int s = 0; s < a->size; s++) {
         int q0 = part(f->N0, a->size, s), q1 = part(f->N0, a->size, s + 1);
         const float *src = f->rbuf + f->rdsp[s];
@@ -186,7 +189,7 @@ static void transpose_inv(fft *f, double *lo, double *hi)
             }
         }
     }
-    app_alltoallv(a, f->rbuf, f->rcnt, f->rdsp, f->sbuf, f->scnt, f->sdsp, MPI_FLOAT, a->comm);
+    app_alltoallv(a, f->rbuf, f->rcnt, f->rdsp, f->sbuf, f->scnt, f->sdsp, MPI_FLOAT, f->inv);
     size_t q = 0;
     for (int s = 0; s < a->size; s++) {
         int c0 = part(f->M1, a->size, s), c1 = part(f->M1, a->size, s + 1);
@@ -310,6 +313,8 @@ int main(int argc, char **argv)
     if (f.a.size > f.M1 || f.a.size > f.N0)
         app_die(&f.a, 2, "%d ranks: more than the %d rows or %d columns of the spectrum", f.a.size, f.N0, f.M1);
     setup(&f);
+    f.fwd = app_comm_dup(&f.a);
+    f.inv = app_comm_dup(&f.a);
     app_log(&f.a, "%d x %d field, %d round trips", f.N0, f.N1, f.a.iters);
     run(&f);
     report(&f);

@@ -67,7 +67,11 @@ static void text_header(FILE *f, const zp_run *r)
     fprintf(f, "@ Version                  : 3.5.0\n");
     fprintf(f, "@ MPIP Build date          : %s, %s\n", __DATE__, __TIME__);
     fprintf(f, "@ Start time               : %s\n@ Stop time                : %s\n", r->start, r->stop);
+#ifdef ZMPI_PRELOAD_WTIME
+    fprintf(f, "@ Timer Used               : PMPI_Wtime (the simulated clock of SimGrid SMPI)\n");
+#else
     fprintf(f, "@ Timer Used               : clock_gettime(CLOCK_MONOTONIC)\n");
+#endif
     fprintf(f, "@ MPIP env var             : [null]\n@ Collector Rank           : 0\n");
     fprintf(f, "@ Collector PID            : %ld\n@ Final Output Dir         : %s\n", r->pid, r->dir);
     fprintf(f, "@ Report generation        : Single collector task\n");
