@@ -98,7 +98,9 @@ MPI_Comm app_comm_split(app *a, int color, int key);
  * by app_finish. */
 void app_adopt(app *a, MPI_Comm c);
 
-/* The timed part: barrier, clock, counters reset / barrier, clock. */
+/* The timed part: barrier, clock, counters reset / barrier, clock. A
+ * profiler sees only the timed part: MPI_Pcontrol(2) (reset) at the start,
+ * MPI_Pcontrol(0) (off) at the end, as mpiP and libzmpi_preload.so read them. */
 void app_start(app *a);
 void app_stop(app *a);
 
