@@ -217,6 +217,15 @@ static void configure(app *a)
     }
 }
 
+static void track(app *a, MPI_Comm c)
+{
+    if (a->ncomms >= APP_MAX_COMMS)
+        app_die(a, 1, "more than %d communicators", APP_MAX_COMMS);
+    MPI_Comm_rank(c, &a->comm_rank[a->ncomms]);
+    MPI_Comm_size(c, &a->comm_size[a->ncomms]);
+    a->comms[a->ncomms++] = c;
+}
+
 void app_init(app *a, int *argc, char ***argv, const char *name, const char *about, const app_opt *opts,
               int nopts, int default_iters)
 {
@@ -232,16 +241,10 @@ void app_init(app *a, int *argc, char ***argv, const char *name, const char *abo
     if (a->zmpi && a->preload)
         app_die(a, 2, "--api zmpi under libzmpi_preload.so: run with --api mpi (the preload compresses MPI's calls)");
     MPI_Comm_dup(MPI_COMM_WORLD, &a->comm);
-    a->comms[a->ncomms++] = a->comm;
+    track(a, a->comm);
     configure(a);
 }
 
-static void track(app *a, MPI_Comm c)
-{
-    if (a->ncomms >= APP_MAX_COMMS)
-        app_die(a, 1, "more than %d communicators", APP_MAX_COMMS);
-    a->comms[a->ncomms++] = c;
-}
 
 /* A new communicator gets the application communicator's settings (MPI
  * does not tell zmpi where a split comes from). */
@@ -284,7 +287,8 @@ void app_start(app *a)
     a->t_comm = 0;
     a->bytes = a->calls = 0;
     MPI_Barrier(a->comm);
-    MPI_Pcontrol(2); /* a profiler (libzmpi_preload.so, mpiP) forgets the set-up's calls */
+    if (a->preload)
+        MPI_Pcontrol(2); /* the profiler of libzmpi_preload.so forgets the set-up's calls */
     a->counting = 1;
     a->t0 = app_now();
 }
@@ -294,16 +298,42 @@ void app_stop(app *a)
     MPI_Barrier(a->comm);
     a->t_run = app_now() - a->t0;
     a->counting = 0;
-    MPI_Pcontrol(0); /* ... and ignores the checks' */
+    if (a->preload)
+        MPI_Pcontrol(0); /* ... and ignores the checks' (SimGrid's SMPI has no MPI_Pcontrol of its own) */
 }
 
 /* ---- the counted calls ---- */
 
-static size_t type_bytes(MPI_Datatype type, long long count)
+/* count elements of type in bytes; the sizes are kept, so that a profiler
+ * sees no MPI call of the harness's in the timed part after the first */
+static size_t type_bytes(app *a, MPI_Datatype type, long long count)
 {
-    int s = 0;
-    MPI_Type_size(type, &s);
+    int s = 0, i = 0;
+    while (i < a->ntypes && a->types[i] != type)
+        i++;
+    if (i < a->ntypes) {
+        s = a->type_size[i];
+    } else {
+        MPI_Type_size(type, &s);
+        if (a->ntypes < 8) {
+            a->types[a->ntypes] = type;
+            a->type_size[a->ntypes++] = s;
+        }
+    }
     return count > 0 && s > 0 ? (size_t)count * (size_t)s : 0;
+}
+
+/* The rank and size of comm (kept for the application's communicators). */
+static void comm_info(app *a, MPI_Comm comm, int *rank, int *size)
+{
+    for (int i = 0; i < a->ncomms; i++)
+        if (a->comms[i] == comm) {
+            *rank = a->comm_rank[i];
+            *size = a->comm_size[i];
+            return;
+        }
+    MPI_Comm_rank(comm, rank);
+    MPI_Comm_size(comm, size);
 }
 
 #define APP_CALL(a, nbytes, call_zmpi, call_mpi)                                                        \
@@ -320,7 +350,7 @@ static size_t type_bytes(MPI_Datatype type, long long count)
 
 int app_send(app *a, const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
 {
-    APP_CALL(a, dest == MPI_PROC_NULL ? 0 : type_bytes(type, count), ZMPI_Send(buf, count, type, dest, tag, comm),
+    APP_CALL(a, dest == MPI_PROC_NULL ? 0 : type_bytes(a, type, count), ZMPI_Send(buf, count, type, dest, tag, comm),
              MPI_Send(buf, count, type, dest, tag, comm));
 }
 
@@ -332,7 +362,7 @@ int app_recv(app *a, void *buf, int count, MPI_Datatype type, int src, int tag, 
 int app_isend(app *a, const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
               MPI_Request *req)
 {
-    APP_CALL(a, dest == MPI_PROC_NULL ? 0 : type_bytes(type, count),
+    APP_CALL(a, dest == MPI_PROC_NULL ? 0 : type_bytes(a, type, count),
              ZMPI_Isend(buf, count, type, dest, tag, comm, req), MPI_Isend(buf, count, type, dest, tag, comm, req));
 }
 
@@ -349,26 +379,25 @@ int app_waitall(app *a, int n, MPI_Request *reqs, MPI_Status *sts)
 int app_bcast(app *a, void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
 {
     int rank = 0, size = 1;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    APP_CALL(a, rank == root ? type_bytes(type, count) * (size_t)(size - 1) : 0,
+    comm_info(a, comm, &rank, &size);
+    APP_CALL(a, rank == root ? type_bytes(a, type, count) * (size_t)(size - 1) : 0,
              ZMPI_Bcast(buf, count, type, root, comm), MPI_Bcast(buf, count, type, root, comm));
 }
 
 int app_reduce(app *a, const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root,
                MPI_Comm comm)
 {
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    APP_CALL(a, rank == root ? 0 : type_bytes(type, count), ZMPI_Reduce(sbuf, rbuf, count, type, op, root, comm),
+    int rank = 0, size = 1;
+    comm_info(a, comm, &rank, &size);
+    APP_CALL(a, rank == root ? 0 : type_bytes(a, type, count), ZMPI_Reduce(sbuf, rbuf, count, type, op, root, comm),
              MPI_Reduce(sbuf, rbuf, count, type, op, root, comm));
 }
 
 int app_allreduce(app *a, const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
-    int size = 1;
-    MPI_Comm_size(comm, &size);
-    APP_CALL(a, size > 1 ? type_bytes(type, count) : 0, ZMPI_Allreduce(sbuf, rbuf, count, type, op, comm),
+    int rank = 0, size = 1;
+    comm_info(a, comm, &rank, &size);
+    APP_CALL(a, size > 1 ? type_bytes(a, type, count) : 0, ZMPI_Allreduce(sbuf, rbuf, count, type, op, comm),
              MPI_Allreduce(sbuf, rbuf, count, type, op, comm));
 }
 
@@ -377,36 +406,35 @@ int app_scatterv(app *a, const void *sbuf, const int *counts, const int *displs,
 {
     int rank = 0, size = 1;
     size_t n = 0;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
+    comm_info(a, comm, &rank, &size);
     if (rank == root)
         for (int i = 0; i < size; i++)
-            n += i == root ? 0 : type_bytes(type, counts[i]);
+            n += i == root ? 0 : type_bytes(a, type, counts[i]);
     APP_CALL(a, n, ZMPI_Scatterv(sbuf, counts, displs, type, rbuf, rcount, type, root, comm),
              MPI_Scatterv(sbuf, counts, displs, type, rbuf, rcount, type, root, comm));
 }
 
 int app_gather(app *a, const void *sbuf, int count, MPI_Datatype type, void *rbuf, int root, MPI_Comm comm)
 {
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    APP_CALL(a, rank == root ? 0 : type_bytes(type, count), ZMPI_Gather(sbuf, count, type, rbuf, count, type, root, comm),
+    int rank = 0, size = 1;
+    comm_info(a, comm, &rank, &size);
+    APP_CALL(a, rank == root ? 0 : type_bytes(a, type, count), ZMPI_Gather(sbuf, count, type, rbuf, count, type, root, comm),
              MPI_Gather(sbuf, count, type, rbuf, count, type, root, comm));
 }
 
 int app_allgather(app *a, const void *sbuf, int count, MPI_Datatype type, void *rbuf, MPI_Comm comm)
 {
-    int size = 1;
-    MPI_Comm_size(comm, &size);
-    APP_CALL(a, type_bytes(type, count) * (size_t)(size - 1), ZMPI_Allgather(sbuf, count, type, rbuf, count, type, comm),
+    int rank = 0, size = 1;
+    comm_info(a, comm, &rank, &size);
+    APP_CALL(a, type_bytes(a, type, count) * (size_t)(size - 1), ZMPI_Allgather(sbuf, count, type, rbuf, count, type, comm),
              MPI_Allgather(sbuf, count, type, rbuf, count, type, comm));
 }
 
 int app_alltoall(app *a, const void *sbuf, int count, MPI_Datatype type, void *rbuf, MPI_Comm comm)
 {
-    int size = 1;
-    MPI_Comm_size(comm, &size);
-    APP_CALL(a, type_bytes(type, count) * (size_t)(size - 1), ZMPI_Alltoall(sbuf, count, type, rbuf, count, type, comm),
+    int rank = 0, size = 1;
+    comm_info(a, comm, &rank, &size);
+    APP_CALL(a, type_bytes(a, type, count) * (size_t)(size - 1), ZMPI_Alltoall(sbuf, count, type, rbuf, count, type, comm),
              MPI_Alltoall(sbuf, count, type, rbuf, count, type, comm));
 }
 
@@ -415,10 +443,9 @@ int app_alltoallv(app *a, const void *sbuf, const int *scounts, const int *sdisp
 {
     int rank = 0, size = 1;
     size_t n = 0;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
+    comm_info(a, comm, &rank, &size);
     for (int i = 0; i < size; i++)
-        n += i == rank ? 0 : type_bytes(type, scounts[i]);
+        n += i == rank ? 0 : type_bytes(a, type, scounts[i]);
     APP_CALL(a, n, ZMPI_Alltoallv(sbuf, scounts, sdispls, type, rbuf, rcounts, rdispls, type, comm),
              MPI_Alltoallv(sbuf, scounts, sdispls, type, rbuf, rcounts, rdispls, type, comm));
 }

@@ -69,7 +69,10 @@ typedef struct app {
     int counting; /* calls are counted between app_start and app_stop */
     double t0, t_run;
     MPI_Comm comms[APP_MAX_COMMS]; /* communicators whose zmpi statistics count */
+    int comm_rank[APP_MAX_COMMS], comm_size[APP_MAX_COMMS];
     int ncomms;
+    MPI_Datatype types[8]; /* sizes of the datatypes the counted calls met (no MPI call in the timed part) */
+    int type_size[8], ntypes;
     ZMPI_Stats base[APP_MAX_COMMS]; /* their statistics at app_start */
     char quality[APP_QUALITY_CAP];
     size_t qlen;
@@ -98,9 +101,9 @@ MPI_Comm app_comm_split(app *a, int color, int key);
  * by app_finish. */
 void app_adopt(app *a, MPI_Comm c);
 
-/* The timed part: barrier, clock, counters reset / barrier, clock. A
- * profiler sees only the timed part: MPI_Pcontrol(2) (reset) at the start,
- * MPI_Pcontrol(0) (off) at the end, as mpiP and libzmpi_preload.so read them. */
+/* The timed part: barrier, clock, counters reset / barrier, clock. Under
+ * libzmpi_preload.so its profiler sees only the timed part: MPI_Pcontrol(2)
+ * (reset) at the start, MPI_Pcontrol(0) (off) at the end. */
 void app_start(app *a);
 void app_stop(app *a);
 

@@ -2,7 +2,8 @@
 """One correctness case of a reference application (tests/apps, ctest apps.*).
 
   run_app.py --app EXE --np N --launcher "mpiexec ..." --mode api|preload|plain
-             [--preload LIB] [--setting "--abs 1e-4" | "--codec zstd" ...] -- APP-ARGS...
+             [--preload LIB] [--setting "--abs 1e-4" | "--codec zstd" ...] [--save-np N]
+             [--envelope EPS] [--expect-fail] [--min-bytes B] -- APP-ARGS...
 
 Runs the application plainly with --save, then the case with --reference
 to that output, and checks what the application reported (its JSON line):
@@ -12,6 +13,11 @@ compressed case on more than one rank must have compressed something
 (compressed_calls > 0, ratio > 1). --mode plain: the second run is plain again (bit-identical).
 --mode preload: the application runs unchanged (--api mpi) with LIB
 preloaded and the setting given as ZMPI_ variables, as zmpirun sets them.
+--save-np: the plain run at another rank count (a result the same at every
+rank count). --envelope EPS (atmos): a third run perturbed by EPS writes its
+difference curve (--perturb EPS --curve), and the case judges itself against
+it (--envelope): the perturbation-growth test. --expect-fail: the case must
+report quality_ok false (a setting the application's rule must reject).
 """
 import argparse
 import json
@@ -51,15 +57,25 @@ def main():
     ap.add_argument("--mode", required=True, choices=("api", "preload", "plain"))
     ap.add_argument("--preload")
     ap.add_argument("--setting", default="")
+    ap.add_argument("--save-np")
+    ap.add_argument("--envelope")
+    ap.add_argument("--expect-fail", action="store_true")
+    ap.add_argument("--min-bytes", default="1024")
     ap.add_argument("rest", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     app_args = [x for x in a.rest if x != "--"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ZMPI_") or k in ("ZMPI_DATA", "ZMPI_MIN_BYTES")}
-    env.setdefault("ZMPI_MIN_BYTES", "1024")
-    launch = shlex.split(a.launcher) + ["-n", a.np]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZMPI_") or k == "ZMPI_DATA"}
+    env["ZMPI_MIN_BYTES"] = a.min_bytes
+    launcher = shlex.split(a.launcher)
+    launch = launcher + ["-n", a.np]
     with tempfile.TemporaryDirectory() as tmp:
         ref = os.path.join(tmp, "plain.out")
-        base = run(launch + [a.app, "--quiet", "--save", ref] + app_args, env)
+        base = run(launcher + ["-n", a.save_np or a.np, a.app, "--quiet", "--save", ref] + app_args, env)
+        if a.envelope:
+            env_csv = os.path.join(tmp, "envelope.csv")
+            run(launch + [a.app, "--quiet", "--perturb", a.envelope, "--reference", ref, "--curve", env_csv]
+                + app_args, env)
+            app_args = app_args + ["--envelope", env_csv]
         if a.mode == "plain":
             res = run(launch + [a.app, "--quiet", "--reference", ref] + app_args, env)
         elif a.mode == "api":
@@ -71,7 +87,10 @@ def main():
                       penv)
     print(json.dumps(res))
     fails = []
-    if res.get("quality_ok") is not True:
+    if a.expect_fail:
+        if res.get("quality_ok") is not False:
+            fails.append(f"quality_ok is {res.get('quality_ok')}, expected false (quality {res.get('quality')})")
+    elif res.get("quality_ok") is not True:
         fails.append(f"quality_ok is {res.get('quality_ok')} (rule: {res.get('rule')}; quality {res.get('quality')})")
     if a.mode != "plain" and int(a.np) > 1 and (res["compressed_calls"] == 0 or res["ratio"] <= 1):
         fails.append(f"nothing compressed (compressed_calls {res['compressed_calls']}, ratio {res['ratio']})")
