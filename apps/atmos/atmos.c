@@ -110,19 +110,19 @@ static void configure(atmos *s, int argc, char **argv)
 {
     app *a = &s->a;
     if (case_parse(s))
-        app_die(a, 2, "--case %s: not 2, 6 or galewsky", s->case_name);
+        app_bad_option(a, "--case %s: not 2, 6 or galewsky", s->case_name);
     if (s->M < 2 || s->M > 2000 || s->L < 1 || s->L > 1000)
-        app_die(a, 2, "--trunc must be 2 .. 2000 and --levels 1 .. 1000");
+        app_bad_option(a, "--trunc must be 2 .. 2000 and --levels 1 .. 1000");
     s->nlon = s->nlon_opt ? s->nlon_opt : fft_size(3 * s->M + 1);
     if (s->nlon < 3 * s->M + 1 || s->nlon % 4)
-        app_die(a, 2, "--nlon %d: must be a multiple of 4 and at least 3 M + 1 = %d", s->nlon, 3 * s->M + 1);
+        app_bad_option(a, "--nlon %d: must be a multiple of 4 and at least 3 M + 1 = %d", s->nlon, 3 * s->M + 1);
     if (!(s->days > 0) || s->dt < 0 || !(s->every_h > 0) || s->perturb < 0 || s->perturb >= 1 ||
         s->robert < 0 || s->robert >= 0.5 || !(s->tol > 0) || s->gtol < 0 || !(s->ltol > 0))
-        app_die(a, 2, "bad --days, --dt, --every, --perturb, --robert, --tol, --gtol or --ltol (see --help)");
+        app_bad_option(a, "bad --days, --dt, --every, --perturb, --robert, --tol, --gtol or --ltol (see --help)");
     if ((s->curve || s->envelope) && !a->reference)
-        app_die(a, 2, "--curve and --envelope need --reference (the control run's --save)");
+        app_bad_option(a, "--curve and --envelope need --reference (the control run's --save)");
     if (s->tcase != CASE_STEADY && s->alpha_deg != 0)
-        app_die(a, 2, "--alpha is for case 2");
+        app_bad_option(a, "--alpha is for case 2");
     if (s->dt == 0) { /* 1200 s at T42, proportional to 1/M, a divisor of 6 hours */
         double n6 = ceil(21600 / (1200.0 * 42 / s->M) - 1e-9);
         s->dt = 21600 / n6;

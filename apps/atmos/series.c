@@ -295,7 +295,7 @@ void series_check_inputs(atmos *s)
     }
     MPI_Bcast(why, sizeof why, MPI_CHAR, 0, s->a.comm);
     if (*why)
-        app_die(&s->a, 2, "%s", why);
+        app_bad_option(&s->a, "%s", why);
 }
 
 /* --envelope: the perturbation-growth rule (RULE_GROWTH, see atmos.c). */

@@ -27,19 +27,51 @@ void app_log(const app *a, const char *fmt, ...)
     va_end(ap);
 }
 
-void app_die(app *a, int code, const char *fmt, ...)
+/* The message (rank 0 for the errors every rank finds alike, else the rank
+ * that found it) and the stop: MPI_Finalize when every rank stops here
+ * together (all = 1), else MPI_Abort, so that no rank waits forever for
+ * one that stopped. */
+static void die_impl(app *a, int all, int code, const char *fmt, va_list ap) __attribute__((noreturn));
+static void die_impl(app *a, int all, int code, const char *fmt, va_list ap)
 {
-    if (a->rank == 0) {
-        va_list ap;
-        va_start(ap, fmt);
+    if (!all || a->rank == 0) {
         fprintf(stderr, "%s: ", a->name);
+        if (!all)
+            fprintf(stderr, "rank %d: ", a->rank);
         vfprintf(stderr, fmt, ap);
         fputc('\n', stderr);
-        va_end(ap);
     }
     fflush(stderr);
+    if (!all)
+        MPI_Abort(MPI_COMM_WORLD, code);
     MPI_Finalize();
     exit(code);
+}
+
+/* An error every rank finds in the same place (the options). */
+static void die_all(app *a, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4), noreturn));
+static void die_all(app *a, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    die_impl(a, 1, code, fmt, ap);
+    va_end(ap);
+}
+
+void app_bad_option(app *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    die_impl(a, 1, 2, fmt, ap);
+    va_end(ap);
+}
+
+void app_die(app *a, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    die_impl(a, 0, code, fmt, ap);
+    va_end(ap);
 }
 
 /* ---- options ---- */
@@ -152,19 +184,19 @@ static void parse_args(app *a, int argc, char **argv, const char *about, const a
             exit(0);
         }
         if (strncmp(opt, "--", 2))
-            app_die(a, 2, "unexpected argument '%s' (see --help)", opt);
+            die_all(a, 2, "unexpected argument '%s' (see --help)", opt);
         int r = parse_one(a, opt, i + 1 < argc ? argv[i + 1] : NULL, opts, nopts);
         if (r == -1)
-            app_die(a, 2, "unknown option %s (see --help)", opt);
+            die_all(a, 2, "unknown option %s (see --help)", opt);
         if (r == -2)
-            app_die(a, 2, "option %s: missing or bad value%s%s", opt, i + 1 < argc ? " " : "",
+            die_all(a, 2, "option %s: missing or bad value%s%s", opt, i + 1 < argc ? " " : "",
                     i + 1 < argc ? argv[i + 1] : "");
         i += r;
     }
     if (a->abs_eb > 0 && a->rel_eb > 0)
-        app_die(a, 2, "give --abs or --rel, not both");
+        die_all(a, 2, "give --abs or --rel, not both");
     if (!a->zmpi && (a->abs_eb > 0 || a->rel_eb > 0 || a->codec_name))
-        app_die(a, 2, "--codec, --abs and --rel configure --api zmpi; under zmpirun use its --eb / --codec "
+        die_all(a, 2, "--codec, --abs and --rel configure --api zmpi; under zmpirun use its --eb / --codec "
                       "(or the ZMPI_ environment variables)");
 }
 
@@ -194,7 +226,7 @@ static void configure(app *a)
     if (a->codec_name) {
         int id = zmpi_codec_from_name(a->codec_name);
         if (id < 0)
-            app_die(a, 2, "--codec %s: unknown codec (see `zmpi codec list`)", a->codec_name);
+            die_all(a, 2, "--codec %s: unknown codec (see `zmpi codec list`)", a->codec_name);
         cfg.codec = (zmpi_codec)id;
         if (zmpi_codec_kind(cfg.codec) != ZMPI_KIND_BOUNDED && !(a->abs_eb > 0) && !(a->rel_eb > 0))
             cfg.eb_mode = ZMPI_EB_NONE;
@@ -239,7 +271,7 @@ void app_init(app *a, int *argc, char ***argv, const char *name, const char *abo
     parse_args(a, *argc, *argv, about, opts, nopts, default_iters);
     a->preload = preload_loaded();
     if (a->zmpi && a->preload)
-        app_die(a, 2, "--api zmpi under libzmpi_preload.so: run with --api mpi (the preload compresses MPI's calls)");
+        die_all(a, 2, "--api zmpi under libzmpi_preload.so: run with --api mpi (the preload compresses MPI's calls)");
     MPI_Comm_dup(MPI_COMM_WORLD, &a->comm);
     track(a, a->comm);
     configure(a);
@@ -493,15 +525,19 @@ static int is_dir(const char *p)
 
 void *app_read_data(app *a, const char *file, size_t bytes, size_t *got)
 {
-    const char *dir = a->data_dir;
-    if (!dir || !*dir)
+    const char *dir = a->data_dir, *from = "--data";
+    if (!dir || !*dir) {
         dir = getenv("ZMPI_DATA");
+        from = "ZMPI_DATA";
+    }
 #ifdef APP_DATA_DIR
-    if (!is_dir(dir))
-        dir = APP_DATA_DIR;
+    if (!dir || !*dir)
+        dir = APP_DATA_DIR, from = "the build's data directory";
 #endif
-    if (!is_dir(dir))
+    if (!dir || !*dir)
         app_die(a, 2, "no data directory: give --data DIR or set ZMPI_DATA (the real fields of ../shared/data)");
+    if (!is_dir(dir))
+        app_die(a, 2, "%s %s: not a directory (the real fields of ../shared/data)", from, dir);
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, file);
     FILE *f = fopen(path, "rb");

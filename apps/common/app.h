@@ -86,8 +86,13 @@ typedef struct app {
  * finalizes MPI and exits (0 or 2). default_iters is --iters's default. */
 void app_init(app *a, int *argc, char ***argv, const char *name, const char *about, const app_opt *opts,
               int nopts, int default_iters);
-/* Stops every rank with a message (rank 0 prints it): MPI_Finalize, exit(code). */
+/* Stops the job with a message: an error this rank found (a file, memory,
+ * an option value only it checks): it prints the message and calls
+ * MPI_Abort(MPI_COMM_WORLD, code), so that no other rank waits for it. */
 void app_die(app *a, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4), noreturn));
+/* Stops the job for a bad option that every rank checks alike: rank 0
+ * prints the message, every rank finalizes MPI and exits with status 2. */
+void app_bad_option(app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 /* A rank-0 progress message on stderr (unless --quiet). */
 void app_log(const app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -66,7 +66,7 @@ static void load(fft *f)
     app *a = &f->a;
     int n0 = 0, n1 = 0;
     if (sscanf(f->field, "%*[^_]_%*[^_]_%dx%d", &n0, &n1) != 2 && sscanf(f->field, "%*[^_]_%dx%d", &n0, &n1) != 2)
-        app_die(a, 2, "--field %s: expected NAME_ROWSxCOLS.f32", f->field);
+        app_bad_option(a, "--field %s: expected NAME_ROWSxCOLS.f32", f->field);
     f->N0 = (n0 - 1) * f->refine + 1;
     f->N1 = (n1 - 1) * f->refine + 1;
     f->M1 = f->N1 / 2 + 1;
@@ -308,10 +308,10 @@ int main(int argc, char **argv)
                       {"refine", 'i', &f.refine, "bilinear refinement factor in each direction"}};
     app_init(&f.a, &argc, &argv, "fft2d", "distributed 2-D FFT of a real field, forward and inverse", opts, 2, 5);
     if (f.refine < 1 || f.refine > 16)
-        app_die(&f.a, 2, "--refine %d: 1 to 16", f.refine);
+        app_bad_option(&f.a, "--refine %d: 1 to 16", f.refine);
     load(&f);
     if (f.a.size > f.M1 || f.a.size > f.N0)
-        app_die(&f.a, 2, "%d ranks: more than the %d rows or %d columns of the spectrum", f.a.size, f.N0, f.M1);
+        app_bad_option(&f.a, "%d ranks: more than the %d rows or %d columns of the spectrum", f.a.size, f.N0, f.M1);
     setup(&f);
     f.fwd = app_comm_dup(&f.a);
     f.inv = app_comm_dup(&f.a);

@@ -81,7 +81,7 @@ static void decompose(himeno *h)
     MPI_Dims_create(a->size, 3, h->dims);
     for (int d = 0; d < 3; d++)
         if (h->dims[d] > h->G[d] - 2)
-            app_die(a, 2, "%d ranks: more than the %d interior planes of dimension %d", a->size, h->G[d] - 2, d);
+            app_bad_option(a, "%d ranks: more than the %d interior planes of dimension %d", a->size, h->G[d] - 2, d);
     MPI_Cart_create(a->comm, 3, h->dims, periods, 0, &h->cart);
     app_adopt(a, h->cart);
     MPI_Cart_coords(h->cart, a->rank, 3, h->coords);
@@ -281,7 +281,7 @@ int main(int argc, char **argv)
     app_opt opts[] = {{"size", 's', &h.size_name, "grid: XS, S, M, L or XL"}};
     app_init(&h.a, &argc, &argv, "himeno", "Jacobi Poisson solver, 19-point stencil, 3-D halos", opts, 1, 100);
     if (set_size(&h))
-        app_die(&h.a, 2, "--size %s: one of XS, S, M, L, XL", h.size_name);
+        app_bad_option(&h.a, "--size %s: one of XS, S, M, L, XL", h.size_name);
     decompose(&h);
     app_log(&h.a, "%dx%dx%d points on %dx%dx%d ranks, %d sweeps", h.G[0], h.G[1], h.G[2], h.dims[0], h.dims[1],
             h.dims[2], h.a.iters);

@@ -209,10 +209,10 @@ int main(int argc, char **argv)
     app_opt opts[] = {{"k", 'i', &m.k, "clusters"}, {"copies", 'i', &m.copies, "copies of the point set"}};
     app_init(&m.a, &argc, &argv, "kmeans", "Lloyd's k-means of climate grid columns (29 features)", opts, 2, 20);
     if (m.k < 1 || m.copies < 1 || (long long)m.copies * NLAT * NLON > 2147483647LL / NFEAT)
-        app_die(&m.a, 2, "--k and --copies must be positive (and the points fit an int count)");
+        app_bad_option(&m.a, "--k and --copies must be positive (and the points fit an int count)");
     m.n = NLAT * NLON * m.copies;
     if (m.k > m.n)
-        app_die(&m.a, 2, "--k %d: more clusters than the %d points", m.k, m.n);
+        app_bad_option(&m.a, "--k %d: more clusters than the %d points", m.k, m.n);
     app_log(&m.a, "%d points of %d features, k = %d, %d iterations", m.n, NFEAT, m.k, m.a.iters);
     run(&m);
     report(&m);

@@ -240,12 +240,12 @@ int main(int argc, char **argv)
     app_init(a, &argc, &argv, "pingpong", "MPI_Send/MPI_Recv of a real field back and forth", opts,
              (int)(sizeof opts / sizeof *opts), 10000);
     if (p.count < 1 || p.max_mib < 1 || p.reps < 1)
-        app_die(a, 2, "--count, --max and --reps must be positive");
+        app_bad_option(a, "--count, --max and --reps must be positive");
     size_t bytes = 0;
     p.data = app_read_data(a, p.field, 0, &bytes);
     p.n = bytes / sizeof(float);
     if (p.n < (size_t)p.count)
-        app_die(a, 2, "%s holds %zu floats, fewer than --count %d", p.field, p.n, p.count);
+        app_bad_option(a, "%s holds %zu floats, fewer than --count %d", p.field, p.n, p.count);
     if (a->size < 2)
         app_log(a, "one rank: nothing to send");
     if (p.response)

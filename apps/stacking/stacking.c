@@ -152,14 +152,14 @@ int main(int argc, char **argv)
     app_init(&s.a, &argc, &argv, "stacking", "stacking of noisy exposures with MPI_Allreduce / MPI_Reduce", opts, 3,
              10);
     if (strcmp(s.op, "allreduce") && strcmp(s.op, "reduce"))
-        app_die(&s.a, 2, "--op %s: allreduce or reduce", s.op);
+        app_bad_option(&s.a, "--op %s: allreduce or reduce", s.op);
     if (!(s.noise >= 0) || s.noise > 1)
-        app_die(&s.a, 2, "--noise %g: 0 to 1", s.noise);
+        app_bad_option(&s.a, "--noise %g: 0 to 1", s.noise);
     size_t bytes = 0;
     s.truth = app_read_data(&s.a, s.field, 0, &bytes);
     s.n = bytes / sizeof(float);
     if (s.n == 0 || s.n > 2147483647u)
-        app_die(&s.a, 2, "%s: no floats, or more than an int count", s.field);
+        app_bad_option(&s.a, "%s: no floats, or more than an int count", s.field);
     s.lo = FLT_MAX;
     s.hi = -FLT_MAX;
     for (size_t i = 0; i < s.n; i++) {
