@@ -13,11 +13,14 @@
  * A fixed number of iterations (--iters, default 20), initial centroids the
  * points i * n / k (deterministic, the same at every rank count).
  *
- * Output: the sum of squared distances (sse); with --reference the share of
- * points whose cluster matches the plain run's (agreement), the largest
- * difference of a centroid coordinate (centroid_err) and the relative sse
- * difference. Acceptance: agreement >= 0.99 and centroid_err <= 0.01 (1 %
- * of a feature's range); lossless: identical memberships and centroids.
+ * Output: the sum of squared distances of the points to their centroids
+ * (sse, the objective k-means minimises); with --reference the share of
+ * points whose cluster matches the plain run's (agreement), the relative
+ * difference of the objective (sse_rel_diff) and the largest difference of
+ * a centroid coordinate (centroid_err, for information: a point near the
+ * boundary of two clusters may change sides and move both centroids, the
+ * clustering being as good). Acceptance: agreement >= 0.99 and
+ * sse_rel_diff <= 1e-3; lossless: identical memberships and centroids.
  */
 #include <float.h>
 #include <math.h>
@@ -165,15 +168,17 @@ static void report(km *m)
     MPI_Reduce(&m->sse, &sse, 1, MPI_DOUBLE, MPI_SUM, 0, a->comm);
     app_gather_bytes(a, m->member, (size_t)m->nloc * sizeof *m->member, &mem);
     size_t cbytes = (size_t)m->k * NFEAT * sizeof(float), mbytes = (size_t)m->n * sizeof(int);
+    size_t total = cbytes + mbytes + sizeof sse;
     char *out = NULL;
-    if (a->rank == 0 && !(out = malloc(cbytes + mbytes)))
+    if (a->rank == 0 && !(out = malloc(total)))
         app_die(a, 1, "out of memory");
-    if (out) {
+    if (out) { /* centroids, memberships, the objective */
         memcpy(out, m->cent, cbytes);
         memcpy(out + cbytes, mem, mbytes);
+        memcpy(out + cbytes + mbytes, &sse, sizeof sse);
     }
-    app_save_output(a, out, cbytes + mbytes);
-    char *ref = app_load_reference(a, cbytes + mbytes);
+    app_save_output(a, out, total);
+    char *ref = app_load_reference(a, total);
     if (a->rank == 0) {
         app_quality(a, "sse", sse);
         app_quality(a, "points", m->n);
@@ -188,12 +193,15 @@ static void report(km *m)
             same += gm[i] == rm[i];
         for (int i = 0; i < m->k * NFEAT; i++)
             cerr = fmax(cerr, fabs((double)m->cent[i] - rc[i]));
-        double agree = (double)same / m->n;
+        double agree = (double)same / m->n, rsse;
+        memcpy(&rsse, ref + cbytes + mbytes, sizeof rsse);
+        double dsse = rsse > 0 ? fabs(sse - rsse) / rsse : fabs(sse - rsse);
         app_quality(a, "agreement", agree);
+        app_quality(a, "sse_rel_diff", dsse);
         app_quality(a, "centroid_err", cerr);
         int lossless = app_bound(a, 1.0) == 0;
-        app_verdict(a, lossless ? same == (size_t)m->n && cerr == 0 : agree >= 0.99 && cerr <= 0.01,
-                    "agreement >= 0.99 and centroid_err <= 0.01 (lossless: identical)");
+        app_verdict(a, lossless ? same == (size_t)m->n && cerr == 0 : agree >= 0.99 && dsse <= 1e-3,
+                    "agreement >= 0.99 and sse_rel_diff <= 1e-3 (lossless: identical)");
     }
     free(out);
     free(ref);

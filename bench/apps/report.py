@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 TARGETS = {("pingpong", 2): 2.3, ("himeno", 2): 1.9, ("kmeans", 2): 2.2, ("fft2d", 2): 2.6, ("stacking", 64): 4.5}
 PUBLISHED = {"pingpong": (2.1, 2.4), "himeno": (1.7, 6.6), "kmeans": (2.0, 4.3), "fft2d": (2.4, 2.7)}
 QUALITY_KEYS = {"pingpong": ("max_err_over_bound",), "himeno": ("max_dp", "bound"),
-                "kmeans": ("agreement", "centroid_err"), "fft2d": ("spec_rel_l2", "rt_rms"),
+                "kmeans": ("agreement", "sse_rel_diff"), "fft2d": ("spec_rel_l2", "rt_rms"),
                 "stacking": ("psnr", "nrmse"), "atmos": ("rms_final", "growth")}
 
 
@@ -124,6 +124,173 @@ def plot_response(study_dir, outdir):
         plt.close(fig)
 
 
+def plot_growth(study_dir, outdir):
+    """The perturbation-growth plot (the 2008 study's Fig. 6): RMS difference of h
+    against the control over 15 days, the 1e-14 perturbation and every codec."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    for d in sorted(glob.glob(os.path.join(study_dir, "growth-L*"))):
+        curves = sorted(glob.glob(os.path.join(d, "*.csv")))
+        if not curves:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for c in curves:
+            name = os.path.basename(c)[:-4]
+            pts = [(float(r["hours"]) / 24, float(r["rms"])) for r in csv.DictReader(open(c))]
+            pts = [p for p in pts if p[1] > 0]
+            if not pts:
+                continue
+            style = dict(color="k", lw=2.5) if name == "perturbed" else {}
+            ax.semilogy([p[0] for p in pts], [p[1] for p in pts],
+                        label="1e-14 perturbation" if name == "perturbed" else name, **style)
+        ax.set_xlabel("days")
+        ax.set_ylabel("RMS difference of h from the control, m")
+        ax.set_title(f"Perturbation growth, Galewsky jet, T42 {os.path.basename(d)[7:]} layers")
+        ax.legend(fontsize=7, ncol=2)
+        ax.grid(True, which="both", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, f"growth-{os.path.basename(d)[7:]}.png"), dpi=110)
+        plt.close(fig)
+
+
+def table_growth(rs):
+    print("| layers | codec | ratio | largest RMS difference of h | growth rate /day (envelope) | ÷ h_scale | "
+          "acceptable |")
+    print("|---:|---|---:|---:|---:|---:|:---:|")
+    for r in sorted(rs, key=lambda r: (r["case"]["levels"], r["case"]["codec"], r["case"]["abs"] or 0)):
+        q, c = r["quality"], r["case"]
+        name = c["codec"] + (f" ABS {c['abs']:g}" if c["abs"] else "")
+        print(f"| {c['levels']} | {name} | {r['ratio']:.2f} | {q.get('rms_max', 0):.2g} m | "
+              f"{q.get('growth', 0):.2f} ({q.get('env_growth', 0):.2f}) | {q.get('rms_max_over_scale', 0):.2g} | "
+              f"{'yes' if r['quality_ok'] else 'no' if r['quality_ok'] is False else '—'} |")
+
+
+def atmos_series(rs):
+    """{codec label: {ranks: row}} and the plain time at each rank count."""
+    by, plain = {}, {}
+    for r in rs:
+        c = r["case"]
+        label = c["codec"] + (f" ABS {c['abs']:g}" if c.get("abs") else "")
+        by.setdefault(label, {})[r["ranks"]] = r
+        plain[r["ranks"]] = min(plain.get(r["ranks"], r["t_plain"]), r["t_plain"])
+    return by, plain
+
+
+def table_atmos(rs):
+    by, plain = atmos_series(rs)
+    if 1 not in plain:
+        return
+    ranks = sorted(plain)
+    print("| codec | ratio | " + " | ".join(f"{n}" for n in ranks) + " |")
+    print("|---|---:|" + "---:|" * len(ranks))
+    print("| plain (fastest selector) | 1 | " + " | ".join(f"{plain[1] / plain[n]:.2f}" for n in ranks) + " |")
+    for label, rows in sorted(by.items()):
+        ratio = max(r["ratio"] for r in rows.values())
+        print(f"| {label} | {ratio:.2f} | " + " | ".join(
+            f"{plain[1] / rows[n]['t_zmpi']:.2f}" if n in rows else "" for n in ranks) + " |")
+
+
+def plot_atmos(rs, outdir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    by, plain = atmos_series(rs)
+    if 1 not in plain:
+        return
+    ranks = sorted(plain)
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
+    ax.plot(ranks, [plain[1] / plain[n] for n in ranks], "k-o", lw=2, label="plain MPI (fastest selector)")
+    for label, rows in sorted(by.items()):
+        ns = [n for n in ranks if n in rows]
+        ax.plot(ns, [plain[1] / rows[n]["t_zmpi"] for n in ns], "-o", ms=3, label=label)
+    ax.plot(ranks, ranks, ":", color="grey", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("simulated GbE nodes")
+    ax.set_ylabel("speed-up over 1 node (plain)")
+    ax.set_title("atmos T42L26: scaling")
+    ax.legend(fontsize=7)
+    labels = ["plain"] + sorted(by)
+    for k, n in enumerate(n for n in ranks if n > 1):
+        for j, label in enumerate(labels):
+            row = next(iter(by[labels[1]].values())) if False else None
+            if label == "plain":
+                r = next((by[l][n] for l in by if n in by[l]), None)
+                t, cm = (r["t_plain"], r["comm_plain"]) if r else (0, 0)
+            else:
+                r = by[label].get(n)
+                t, cm = (r["t_zmpi"], r["comm_zmpi"]) if r else (0, 0)
+            x = k * (len(labels) + 1) + j
+            bx.bar(x, t - cm, color="tab:blue", label="computation" if k == 0 and j == 0 else None)
+            bx.bar(x, cm, bottom=t - cm, color="tab:orange", label="communication" if k == 0 and j == 0 else None)
+    bx.set_xticks([k * (len(labels) + 1) + (len(labels) - 1) / 2 for k in range(len([n for n in ranks if n > 1]))])
+    bx.set_xticklabels([str(n) for n in ranks if n > 1])
+    bx.set_xlabel(f"nodes (bars: {', '.join(labels)})")
+    bx.set_ylabel("simulated seconds (slowest rank)")
+    bx.set_title("time split")
+    bx.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "atmos-scaling.png"), dpi=110)
+    plt.close(fig)
+
+
+def profile_of(study_dir, app, ranks, which):
+    """The calls of a run's zmpi report: {call: (count, time_s, bytes)} and the app's MPI share."""
+    files = glob.glob(os.path.join(study_dir, f"report-{app}-{ranks}", which, "*.zmpi.json"))
+    if not files:
+        return None
+    d = json.load(open(sorted(files)[-1]))
+    return {c["call"]: (c["count"], c["time_s"], c["bytes"]) for c in d["calls"]}, d
+
+
+def table_profile(study_dir, rs):
+    for app in ("atmos", "himeno"):
+        rows = sorted((r for r in rs if r["app"] == app and r["mode"] == "preload"), key=lambda r: r["ranks"])
+        if not rows:
+            continue
+        print(f"\n{app}: MPI share of the run and the largest calls (time per rank, calls per rank, mean bytes)\n")
+        print("| nodes | run | time s | MPI % | " + " | ".join(["call 1", "call 2", "call 3"]) + " |")
+        print("|---:|---|---:|---:|---|---|---|")
+        for r in rows:
+            for which, t, cm in (("plain-" + r["selector_best"], r["t_plain"], r["comm_plain"]),
+                                 ("zmpi", r["t_zmpi"], r["comm_zmpi"])):
+                p = profile_of(study_dir, app, r["ranks"], which)
+                if not p:
+                    continue
+                calls = sorted(p[0].items(), key=lambda kv: -kv[1][1])[:3]
+                n = r["ranks"]
+                cells = [f"{c[4:]}: {v[1] / n:.3g} s, {v[0] / n:.0f}, {v[2] / max(v[0], 1):.3g} B" for c, v in calls]
+                print(f"| {n} | {'plain' if which != 'zmpi' else 'zmpi'} | {t:.3g} | {100 * cm / t:.0f} | "
+                      + " | ".join(cells) + " |")
+
+
+def plot_network(rs, outdir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    net = [r for r in rs if r["platform"].startswith("net:")]
+    if not net:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, app in zip(axes, ("atmos", "himeno")):
+        rows = [r for r in net if r["app"] == app]
+        for lat in ("1us", "10us", "100us"):
+            pts = sorted(((float(r["platform"].split(":")[1][:-4]), r) for r in rows
+                          if r["platform"].endswith(":" + lat)), key=lambda p: p[0])
+            if not pts:
+                continue
+            ax.loglog([p[0] for p in pts], [p[1]["t_plain"] for p in pts], "--o", label=f"plain, {lat}")
+            ax.loglog([p[0] for p in pts], [p[1]["t_zmpi"] for p in pts], "-s", label=f"zmpi, {lat}")
+        ax.set_xlabel("link bandwidth, Gb/s")
+        ax.set_ylabel("simulated seconds")
+        ax.set_title(f"{app}, 16 nodes")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "network.png"), dpi=110)
+    plt.close(fig)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--study", default=os.path.join(ROOT, "build", "bench-apps", "study"))
@@ -140,6 +307,21 @@ def main():
         print("\n## Transparent mode and the real shaped network\n")
         table_targets(m)
     plot_response(args.study, args.outdir)
+    g = rows(args.study, "growth")
+    if g:
+        print("\n## Perturbation growth\n")
+        table_growth(g)
+    plot_growth(args.study, args.outdir)
+    a = rows(args.study, "atmos")
+    if a:
+        print("\n## atmos scaling (speed-up over 1 node, plain)\n")
+        table_atmos(a)
+        plot_atmos(a, args.outdir)
+    p = rows(args.study, "profile")
+    if p:
+        print("\n## Communication characterisation\n")
+        table_profile(args.study, p)
+        plot_network(p, args.outdir)
     return 0
 
 
