@@ -44,8 +44,8 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     rows = list(csv.DictReader(open(sys.argv[1])))
-    print("| platform | call | plain MPI | zmpi default | speed-up | ratio | max err / eb | compressed | "
-          "cprp2p baseline | target |")
+    print("| platform | call | plain MPI (fastest selector) | zmpi default | speed-up | ratio | max err / eb | "
+          "compressed | cprp2p baseline | target |")
     print("|---|---|---:|---:|---:|---:|---:|:---:|---:|---|")
     for plat in ("gige64", "tengige64", "omnipath64"):
         for r in rows:
@@ -56,17 +56,21 @@ def main():
             sp = float(r["speedup"])
             comp = float(r["compressed"] or 0) > 0
             cp = f"{float(base['speedup']):.2f}×" if base else "—"
-            print(f"| {plat} | {r['coll']} | {fmt_t(r['t_mpi'])} | {fmt_t(r['t_zmpi'])} | {sp:.2f}× | "
+            best = r.get("t_mpi_best") or r["t_mpi"]
+            sel = r.get("selector_best") or r.get("selector", "")
+            print(f"| {plat} | {r['coll']} | {fmt_t(best)} ({sel}) | {fmt_t(r['t_zmpi'])} | {sp:.2f}× | "
                   f"{float(r['ratio']):.2f} | {float(r['max_err_over_eb'] or 0):.3f} | "
                   f"{'yes' if comp else 'no (model)'} | "
                   f"{cp} | {verdict(r['coll'], plat, sp)} |")
     for path in sys.argv[2:]:
         print()
-        print("| platform | call | scope | algorithm | plain MPI | zmpi | speed-up | ratio | max err / eb |")
+        print("| platform | call | scope | algorithm | plain MPI (fastest selector) | zmpi | speed-up | ratio | "
+              "max err / eb |")
         print("|---|---|---|---|---:|---:|---:|---:|---:|")
         for line in open(path):
             d = json.loads(line)
-            print(f"| {d['platform']} | {d['coll']} | {d['scope']} | {d['algo']} | {fmt_t(d['t_mpi'])} | "
+            print(f"| {d['platform']} | {d['coll']} | {d['scope']} | {d['algo']} | "
+                  f"{fmt_t(d.get('t_mpi_best') or d['t_mpi'])} ({d.get('selector_best', '')}) | "
                   f"{fmt_t(d['t_zmpi'])} | {d['speedup']:.2f}× | {d['ratio']:.2f} | {d['max_err_over_eb'] or 0:.3f} |")
     return 0
 
