@@ -275,11 +275,14 @@ void app_init(app *a, int *argc, char ***argv, const char *name, const char *abo
     MPI_Comm_dup(MPI_COMM_WORLD, &a->comm);
     track(a, a->comm);
     configure(a);
+    if (a->zmpi)
+        ZMPI_Comm_prepare(a->comm); /* with settings from the environment (configure set none) */
 }
 
 
 /* A new communicator gets the application communicator's settings (MPI
- * does not tell zmpi where a split comes from). */
+ * does not tell zmpi where a split comes from), and zmpi's one-time set-up
+ * of it is done now, not in its first (timed) collective. */
 static void copy_settings(app *a, MPI_Comm to)
 {
     ZMPI_Config cfg;
@@ -291,6 +294,8 @@ MPI_Comm app_comm_dup(app *a)
 {
     MPI_Comm c;
     MPI_Comm_dup(a->comm, &c);
+    if (a->zmpi)
+        ZMPI_Comm_prepare(c);
     track(a, c);
     return c;
 }

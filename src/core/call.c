@@ -372,15 +372,9 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
     /* The collectives' own messages travel on a private duplicate, so that no
      * user receive (MPI_ANY_TAG) pending on comm can match them. Every rank
      * reaches this point for the same call, so the collective dup is safe. */
-    if (st->shadow == MPI_COMM_NULL) {
-        if (PMPI_Comm_dup(comm, &st->shadow) != MPI_SUCCESS) {
-            st->shadow = MPI_COMM_NULL;
-            count_why(st, ZMPI_WHY_CONFIG);
-            return 0;
-        }
-        /* errors of the internal traffic come back to the dispatcher, which
-         * raises them on comm with the handler comm has at that time */
-        PMPI_Comm_set_errhandler(st->shadow, MPI_ERRORS_RETURN);
+    if (zmpi_state_shadow(st, comm) != MPI_SUCCESS) {
+        count_why(st, ZMPI_WHY_CONFIG);
+        return 0;
     }
     if (fill(c, st, st->shadow, type, dt, bytes == SIZE_MAX ? st->cfg.min_bytes : 0)) {
         count_why(st, ZMPI_WHY_CONFIG); /* out of memory: plain MPI is always correct */

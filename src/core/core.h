@@ -209,6 +209,10 @@ ptrdiff_t zmpi_chan_decompress(zmpi_comm_state *st, zmpi_chan *c, zmpi_ctx *ctx,
 /* Frees every channel of st (the communicator's state is freed). */
 void zmpi_chans_free(zmpi_comm_state *st);
 
+/* Makes st's private duplicate of comm for the collectives' own traffic
+ * unless it exists (collective over comm). MPI_SUCCESS or MPI_ERR_OTHER. */
+int zmpi_state_shadow(zmpi_comm_state *st, MPI_Comm comm);
+
 /* Basic float types: MPI_FLOAT, MPI_REAL, MPI_REAL4 (4 bytes) / MPI_DOUBLE,
  * MPI_DOUBLE_PRECISION, MPI_REAL8 (8 bytes) -> 1 and *dt; others -> 0. */
 int zmpi_classify(MPI_Datatype type, zmpi_dtype *dt);

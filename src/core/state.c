@@ -219,6 +219,43 @@ int zmpi_state_agree(zmpi_comm_state *st, MPI_Comm comm)
     return st->mismatch[0] ? zmpi_err(ZMPI_EK_MISMATCH, "%s", st->mismatch) : MPI_SUCCESS;
 }
 
+int zmpi_state_shadow(zmpi_comm_state *st, MPI_Comm comm)
+{
+    if (st->shadow != MPI_COMM_NULL)
+        return MPI_SUCCESS;
+    if (PMPI_Comm_dup(comm, &st->shadow) != MPI_SUCCESS) {
+        st->shadow = MPI_COMM_NULL;
+        return MPI_ERR_OTHER;
+    }
+    /* errors of the internal traffic come back to the dispatcher, which
+     * raises them on comm with the handler comm has at that time */
+    PMPI_Comm_set_errhandler(st->shadow, MPI_ERRORS_RETURN);
+    return MPI_SUCCESS;
+}
+
+/* The one-time set-up of a communicator whose collectives compress (the
+ * ranks' settings compared, the private duplicate made), done now rather
+ * than in its first compressed collective. Collective over comm. */
+static int prepare(zmpi_comm_state *s, MPI_Comm comm)
+{
+    if (s->inter || s->size < 2)
+        return MPI_SUCCESS;
+    int rc = zmpi_state_agree(s, comm);
+    if (rc == MPI_SUCCESS && ZMPI_Config_compresses(&s->cfg))
+        rc = zmpi_state_shadow(s, comm);
+    return rc;
+}
+
+int ZMPI_Comm_prepare(MPI_Comm comm)
+{
+    if (comm == MPI_COMM_NULL)
+        return zmpi_raise(MPI_COMM_WORLD, zmpi_err(ZMPI_EK_ARG, "ZMPI_Comm_prepare on MPI_COMM_NULL"));
+    zmpi_comm_state *s = zmpi_state(comm);
+    if (!s)
+        return zmpi_raise(comm, MPI_ERR_NO_MEM);
+    return zmpi_raise(comm, prepare(s, comm));
+}
+
 /* Collective over comm, like MPI_Comm_set_info: every rank calls it. The
  * ranks may set different settings for their point-to-point messages (the
  * messages describe themselves); the collectives on comm then raise an
@@ -247,6 +284,8 @@ int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg)
     memset(s->tune_z, 0, sizeof s->tune_z);
     memset(s->tune_zwarm, 0, sizeof s->tune_zwarm);
     s->tune_pending = 0;
+    if (!differ && !s->inter && s->size > 1 && ZMPI_Config_compresses(cfg))
+        zmpi_state_shadow(s, comm); /* collective too: the first compressed collective need not make it */
     return MPI_SUCCESS;
 }
 

@@ -169,6 +169,9 @@ static void disagreement(void)
     if (T.rank == T.size - 1)
         cfg.min_bytes = 1 << 30;
     MT_CHECK(&T, ZMPI_Comm_set_config(c, &cfg) == MPI_SUCCESS, "set_config with per-rank min_bytes");
+    int prc = ZMPI_Comm_prepare(c); /* the set-up compares the settings too: an error on every rank */
+    MT_CHECK(&T, prc != MPI_SUCCESS && cls_of(prc) == MPI_ERR_OTHER && says(prc, "ZMPI_MIN_BYTES"),
+             "ZMPI_Comm_prepare with per-rank min_bytes returned %d", prc);
     expect_mismatch(c, "min_bytes", "ZMPI_MIN_BYTES");
     /* a bound on rank 0 only */
     base_cfg(&cfg);
@@ -189,12 +192,19 @@ static void disagreement(void)
     float v = 1, s = 0;
     rc = ZMPI_Allreduce(&v, &s, 1, MPI_FLOAT, MPI_SUM, c);
     MT_CHECK(&T, rc == MPI_SUCCESS && s == (float)T.size, "agreeing again: rc %d sum %g", rc, (double)s);
+    MT_CHECK(&T, ZMPI_Comm_prepare(c) == MPI_SUCCESS, "ZMPI_Comm_prepare with agreeing settings");
     MPI_Comm_free(&c);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rc = ZMPI_Comm_prepare(MPI_COMM_NULL);
+    MT_CHECK(&T, rc != MPI_SUCCESS && cls_of(rc) == MPI_ERR_ARG, "ZMPI_Comm_prepare(MPI_COMM_NULL) returned %d", rc);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     /* from the environment: a bound on rank 0 only */
     if (T.rank == 0)
         setenv("ZMPI_EB", "1e-3", 1);
     MPI_Comm_split(MPI_COMM_WORLD, 0, T.rank, &c);
     MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    prc = ZMPI_Comm_prepare(c);
+    MT_CHECK(&T, prc != MPI_SUCCESS && says(prc, "ZMPI_EB"), "ZMPI_Comm_prepare, ZMPI_EB on rank 0 only: %d", prc);
     expect_mismatch(c, "ZMPI_EB on rank 0 only", "ZMPI_EB");
     unsetenv("ZMPI_EB");
     MPI_Comm_free(&c);
