@@ -265,6 +265,57 @@ def table_profile(study_dir, rs):
                       + " | ".join(cells) + " |")
 
 
+def plot_profile(study_dir, rs, outdir):
+    """The MM5-style characterisation: MPI share, time per call and mean message
+    size per call as the ranks grow, plain (dashed) and compressed (solid)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    for app in ("atmos", "himeno"):
+        rows = sorted((r for r in rs if r["app"] == app and r["mode"] == "preload"), key=lambda r: r["ranks"])
+        if not rows:
+            continue
+        prof = {}
+        for r in rows:
+            for which in ("plain-" + r["selector_best"], "zmpi"):
+                p = profile_of(study_dir, app, r["ranks"], which)
+                if p:
+                    prof[(r["ranks"], which[:5])] = p[0]
+        calls = {}
+        for (n, w), p in prof.items():
+            for c, v in p.items():
+                calls[c] = calls.get(c, 0) + v[1]
+        top = [c for c, _ in sorted(calls.items(), key=lambda kv: -kv[1])[:4]]
+        fig, (ax, bx, cx) = plt.subplots(1, 3, figsize=(13, 3.8))
+        ns = [r["ranks"] for r in rows]
+        ax.plot(ns, [100 * r["comm_plain"] / r["t_plain"] for r in rows], "k--o", label="plain")
+        ax.plot(ns, [100 * r["comm_zmpi"] / r["t_zmpi"] for r in rows], "k-s", label="zmpi")
+        ax.set_ylabel("% of run time in MPI")
+        for k, c in enumerate(top):
+            for w, style in (("plain", "--"), ("zmpi", "-")):
+                pts = [(n, prof[(n, w)][c]) for n in ns if (n, w) in prof and c in prof[(n, w)]]
+                if not pts:
+                    continue
+                col = f"C{k}"
+                bx.plot([p[0] for p in pts], [p[1][1] / p[0] for p in pts], style, color=col,
+                        label=f"{c[4:]} ({w})")
+                cx.plot([p[0] for p in pts], [p[1][2] / max(p[1][0], 1) for p in pts], style, color=col,
+                        label=f"{c[4:]} ({w})")
+        bx.set_ylabel("seconds per rank in the call")
+        cx.set_ylabel("mean bytes sent per call")
+        for x in (ax, bx, cx):
+            x.set_xscale("log", base=2)
+            x.set_xlabel("simulated GbE nodes")
+        bx.set_yscale("log")
+        cx.set_yscale("log")
+        ax.legend(fontsize=7)
+        bx.legend(fontsize=6)
+        fig.suptitle(f"{app}: communication as the nodes grow (zmpi's profiler; dashed plain, solid compressed)")
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, f"profile-{app}.png"), dpi=110)
+        plt.close(fig)
+
+
 def plot_network(rs, outdir):
     import matplotlib
     matplotlib.use("Agg")
@@ -321,6 +372,7 @@ def main():
     if p:
         print("\n## Communication characterisation\n")
         table_profile(args.study, p)
+        plot_profile(args.study, p, args.outdir)
         plot_network(p, args.outdir)
     return 0
 
