@@ -15,8 +15,11 @@
  * of step s+1 is compressed while step s is in flight); every incoming block
  * is decompressed once, into its place. With MPI_IN_PLACE the outgoing data
  * live in the receive buffer, so all outgoing blocks are compressed before
- * the first receive lands. The sends of step s+1 and the receive of step s+1
- * are posted before waiting for the receive of step s (two receive slots).
+ * the first receive lands. A window of W steps is in flight: the sends and
+ * the receive of step s+W-1 are posted before waiting for the receive of
+ * step s (W receive slots). W is 2 for large blocks and grows as the blocks
+ * shrink (W slots within PW_WINDOW_BYTES, at most N-1: every step at once),
+ * so that small blocks pay one latency, not N-1 of them in sequence.
  *
  * Sizes: variable-length transfer (movement.h): the receiver's slot has the
  * worst-case stream size for recvcounts[src] elements, the sender computes
@@ -40,6 +43,10 @@
 #include "coll/alltoall/alltoall.h"
 #include "coll/common/movement.h"
 
+/* Receive slots in flight at most (bytes): the window of small blocks. */
+#define PW_WINDOW_BYTES ((size_t)4 << 20)
+#define PW_MAX_WINDOW 1024
+
 /* State of one exchange. Steps are numbered 1 .. N-1. */
 typedef struct pw {
     zmpi_call *c;
@@ -49,11 +56,12 @@ typedef struct pw {
     size_t *ooff, *olen; /* per step */
     size_t cur;          /* bytes of out used */
     int ncomp;           /* steps compressed so far */
-    unsigned char *slot; /* two receive slots of maxr bytes */
+    unsigned char *slot; /* win receive slots of maxr bytes */
     size_t maxr;
+    int win;             /* steps in flight */
     uint64_t *lenbuf; /* per destination (variable-length sends) */
     zmpi_dm_reqs sr;
-    zmpi_dm_vrecv in[2];
+    zmpi_dm_vrecv *in;   /* win receives */
 } pw;
 
 /* Compresses the outgoing blocks of steps ncomp+1 .. upto. */
@@ -81,14 +89,14 @@ static int start(pw *p, int s)
         zmpi_dm_isend_var(c, p->out + p->ooff[s], p->olen[s], zmpi_dm_cap(c, (size_t)p->sendcounts[dest]),
                           dest, ZMPI_TAG_ALLTOALL, &p->lenbuf[dest], &p->sr);
     if (rc == MPI_SUCCESS)
-        rc = zmpi_dm_vrecv_post(c, &p->in[s % 2], p->slot + (size_t)(s % 2) * p->maxr,
+        rc = zmpi_dm_vrecv_post(c, &p->in[s % p->win], p->slot + (size_t)(s % p->win) * p->maxr,
                                 zmpi_dm_cap(c, (size_t)p->recvcounts[src]), src, ZMPI_TAG_ALLTOALL);
     return rc;
 }
 
-/* The buffers (the outgoing streams' worst cases, two receive slots) and
- * step 1 started; in place, every outgoing block is compressed first,
- * before anything lands. */
+/* The buffers (the outgoing streams' worst cases, the window's receive
+ * slots) and steps 1 .. win-1 started; in place, every outgoing block is
+ * compressed first, before anything lands. */
 static int pw_setup(pw *p, int in_place)
 {
     zmpi_call *c = p->c;
@@ -101,13 +109,19 @@ static int pw_setup(pw *p, int in_place)
         total += zmpi_dm_cap(c, (size_t)p->sendcounts[j]);
         p->maxr = rcap > p->maxr ? rcap : p->maxr;
     }
+    p->win = 2;
+    while (p->win < size - 1 && p->win < PW_MAX_WINDOW && (size_t)(p->win + 1) * p->maxr <= PW_WINDOW_BYTES)
+        p->win++;
     ZMPI_CHECK(zmpi_scratch_get(c, total, &p->out));
-    ZMPI_CHECK(zmpi_scratch_get(c, 2 * p->maxr, &p->slot));
+    ZMPI_CHECK(zmpi_scratch_get(c, (size_t)p->win * p->maxr, &p->slot));
+    ZMPI_CHECK(zmpi_alloc((size_t)p->win * sizeof *p->in, &p->in));
+    memset(p->in, 0, (size_t)p->win * sizeof *p->in);
     ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *p->ooff, &p->ooff));
     ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *p->olen, &p->olen));
     ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *p->lenbuf, &p->lenbuf));
-    ZMPI_CHECK(compress_upto(p, in_place ? size - 1 : 1));
-    ZMPI_CHECK(start(p, 1));
+    ZMPI_CHECK(compress_upto(p, in_place ? size - 1 : p->win - 1));
+    for (int s = 1; s < p->win && s < size; s++)
+        ZMPI_CHECK(start(p, s));
 fn_exit:
     return rc;
 fn_fail:
@@ -146,13 +160,14 @@ int zmpi_alltoallv_pairwise(zmpi_call *c, const void *sendbuf, const int *sendco
         goto fn_done;
     ZMPI_CHECK(pw_setup(&p, in_place));
     for (int s = 1; s < size; s++) {
-        int src = (rank - s + size) % size;
-        if (s + 1 < size) { /* step s+1 goes out while step s arrives */
-            ZMPI_CHECK(compress_upto(&p, s + 1));
-            ZMPI_CHECK(start(&p, s + 1));
+        int src = (rank - s + size) % size, next = s + p.win - 1;
+        if (next < size) { /* step s+win-1 goes out while step s arrives (into the slot of step s-1) */
+            ZMPI_CHECK(compress_upto(&p, next));
+            ZMPI_CHECK(start(&p, next));
         }
-        ZMPI_CHECK(zmpi_dm_vrecv_wait(c, &p.in[s % 2]));
-        int e = zmpi_dm_decompress_from(c, src, p.in[s % 2].buf, p.in[s % 2].len,
+        zmpi_dm_vrecv *in = &p.in[s % p.win];
+        ZMPI_CHECK(zmpi_dm_vrecv_wait(c, in));
+        int e = zmpi_dm_decompress_from(c, src, in->buf, in->len,
                                         (char *)recvbuf + (ptrdiff_t)rdispls[src] * (ptrdiff_t)c->es,
                                         (size_t)recvcounts[src]);
         drc = drc ? drc : e;
@@ -165,11 +180,12 @@ fn_exit:
     free(p.lenbuf);
     free(p.olen);
     free(p.ooff);
+    free(p.in);
     zmpi_scratch_put(c, p.slot);
     zmpi_scratch_put(c, p.out);
     return rc;
 fn_fail:
-    zmpi_dm_vrecv_drop(&p.in[0]);
-    zmpi_dm_vrecv_drop(&p.in[1]);
+    for (int k = 0; p.in && k < p.win; k++)
+        zmpi_dm_vrecv_drop(&p.in[k]);
     goto fn_exit;
 }
