@@ -112,8 +112,9 @@ def plot_response(study_dir, outdir):
             for row in csv.DictReader(open(f)):
                 data.setdefault(row["op"], {}).setdefault(run, []).append((int(row["bytes"]), float(row["time_s"])))
         ops = sorted(data)
-        fig, axes = plt.subplots(1, len(ops), figsize=(3.2 * len(ops), 3.2), squeeze=False)
-        for ax, op in zip(axes[0], ops):
+        cols = (len(ops) + 1) // 2
+        fig, axes = plt.subplots(2, cols, figsize=(3.3 * cols, 6.2), squeeze=False)
+        for ax, op in zip([a for row in axes for a in row], ops):
             for run, pts in sorted(data[op].items()):
                 pts.sort()
                 ax.loglog([p[0] for p in pts], [p[1] for p in pts], "-" if run == "zmpi" else ":",
@@ -121,6 +122,7 @@ def plot_response(study_dir, outdir):
             ax.set_title(f"{op}, {ranks} ranks")
             ax.set_xlabel("bytes")
         axes[0][0].set_ylabel("time per call, s (simulated GbE)")
+        axes[1][0].set_ylabel("time per call, s (simulated GbE)")
         axes[0][0].legend(fontsize=6)
         fig.tight_layout()
         fig.savefig(os.path.join(outdir, f"response-{ranks}.png"), dpi=100)
@@ -149,7 +151,7 @@ def plot_growth(study_dir, outdir):
                         label="1e-14 perturbation" if name == "perturbed" else name, **style)
         ax.set_xlabel("days")
         ax.set_ylabel("RMS difference of h from the control, m")
-        ax.set_title(f"Perturbation growth, Galewsky jet, T42 {os.path.basename(d)[7:]} layers")
+        ax.set_title(f"Perturbation growth, Galewsky jet, T42{os.path.basename(d)[7:]} (15 days, 2 ranks)")
         ax.legend(fontsize=7, ncol=2)
         ax.grid(True, which="both", alpha=0.3)
         fig.tight_layout()
@@ -230,9 +232,9 @@ def plot_atmos(rs, outdir):
             bx.bar(x, cm, bottom=t - cm, color="tab:orange", label="communication" if k == 0 and j == 0 else None)
     bx.set_xticks([k * (len(labels) + 1) + (len(labels) - 1) / 2 for k in range(len([n for n in ranks if n > 1]))])
     bx.set_xticklabels([str(n) for n in ranks if n > 1])
-    bx.set_xlabel(f"nodes (bars: {', '.join(labels)})")
+    bx.set_xlabel("simulated GbE nodes")
     bx.set_ylabel("simulated seconds (slowest rank)")
-    bx.set_title("time split")
+    bx.set_title("time split; bars: " + ", ".join(labels), fontsize=8)
     bx.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(outdir, "atmos-scaling.png"), dpi=110)
