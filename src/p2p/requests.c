@@ -95,11 +95,13 @@ static void lookup(int n, const MPI_Request *reqs, zmpi_p2p_op **ops)
 static int query_fn(void *extra, MPI_Status *status)
 {
     zmpi_p2p_op *op = extra;
-    *status = op->status;
-    status->MPI_ERROR = op->err;
-    /* a zmpi completion call reports the error itself; MPI's own calls
+    /* a zmpi completion call reports the error itself (Open MPI raises the
+     * status's MPI_ERROR on MPI_COMM_WORLD when it is set); MPI's own calls
      * (MPICH) get it from here */
-    return op->collecting ? MPI_SUCCESS : op->err;
+    int err = op->collecting ? MPI_SUCCESS : op->err;
+    *status = op->status;
+    status->MPI_ERROR = err;
+    return err;
 }
 
 static int free_fn(void *extra)
