@@ -322,27 +322,51 @@ def plot_profile(study_dir, rs, outdir):
         plt.close(fig)
 
 
+NET_BW = ("1Gbps", "10Gbps", "100Gbps")
+NET_LAT = ("1us", "10us", "100us")
+
+
+def network_rows(rs):
+    """{(bandwidth, latency): row} of atmos's runs on the net:BW:LAT platforms."""
+    return {tuple(r["platform"].split(":")[1:]): r for r in rs
+            if r["platform"].startswith("net:") and r["app"] == "atmos"}
+
+
+def table_network(rs):
+    net = network_rows(rs)
+    if not net:
+        return
+    print("\natmos T42L26 at 16 nodes as the network varies: plain / trunc (DP-Lossy_32), simulated seconds "
+          "of one day, speed-up\n")
+    print("| bandwidth | " + " | ".join(f"latency {lat[:-2]} µs" for lat in NET_LAT) + " |")
+    print("|---|" + "---:|" * len(NET_LAT))
+    for bw in NET_BW:
+        cells = []
+        for lat in NET_LAT:
+            r = net.get((bw, lat))
+            cells.append(f"{r['t_plain']:.3g} / {r['t_zmpi']:.3g} s, {r['speedup']:.2f}×" if r else "")
+        print(f"| {bw[:-4]} Gb/s | " + " | ".join(cells) + " |")
+
+
 def plot_network(rs, outdir):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    net = [r for r in rs if r["platform"].startswith("net:")]
+    net = network_rows(rs)
     if not net:
         return
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, app in zip(axes, ("atmos", "himeno")):
-        rows = [r for r in net if r["app"] == app]
-        for lat in ("1us", "10us", "100us"):
-            pts = sorted(((float(r["platform"].split(":")[1][:-4]), r) for r in rows
-                          if r["platform"].endswith(":" + lat)), key=lambda p: p[0])
-            if not pts:
-                continue
-            ax.loglog([p[0] for p in pts], [p[1]["t_plain"] for p in pts], "--o", label=f"plain, {lat}")
-            ax.loglog([p[0] for p in pts], [p[1]["t_zmpi"] for p in pts], "-s", label=f"zmpi, {lat}")
-        ax.set_xlabel("link bandwidth, Gb/s")
-        ax.set_ylabel("simulated seconds")
-        ax.set_title(f"{app}, 16 nodes")
-        ax.legend(fontsize=7)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for k, lat in enumerate(NET_LAT):
+        pts = [(float(bw[:-4]), net[(bw, lat)]) for bw in NET_BW if (bw, lat) in net]
+        if not pts:
+            continue
+        colour = f"C{k}"
+        ax.loglog([p[0] for p in pts], [p[1]["t_plain"] for p in pts], "--o", color=colour, label=f"plain, {lat}")
+        ax.loglog([p[0] for p in pts], [p[1]["t_zmpi"] for p in pts], "-s", color=colour, label=f"trunc, {lat}")
+    ax.set_xlabel("link bandwidth, Gb/s")
+    ax.set_ylabel("simulated seconds (1 day)")
+    ax.set_title("atmos T42L26, 16 nodes: bandwidth and latency")
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(outdir, "network.png"), dpi=110)
     plt.close(fig)
@@ -408,6 +432,7 @@ def tables(args):
         print("\n### The communication of atmos and himeno (zmpi's profiler)\n")
         table_profile(args.study, p)
         plot_profile(args.study, p, args.outdir)
+        table_network(p)
         plot_network(p, args.outdir)
 
 
