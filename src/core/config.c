@@ -455,7 +455,7 @@ static const zmpi_setting settings[] = {
     {"ZMPI_DATA", "../shared/data", "tools: the data directory or file of the demo and zmpi-bench", NULL},
     {"ZMPI_PYTHON", "unset", "tools: the Python interpreter of `zmpi report` (default: the project's .venv, else python3)",
      NULL},
-    {"ZMPI_FUZZ_SECONDS", "8", "tools: seconds per fuzz target in scripts/test", NULL},
+    {"ZMPI_FUZZ_SECONDS", "5", "tools: seconds per fuzz target in scripts/test", NULL},
 };
 
 const zmpi_setting *zmpi_settings(size_t *n)
