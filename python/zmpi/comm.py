@@ -1,0 +1,425 @@
+"""Compressed communication on mpi4py communicators (upper-case, buffer style).
+
+    from mpi4py import MPI
+    import numpy as np, zmpi
+    zc = zmpi.Comm(MPI.COMM_WORLD, eb=1e-4, mode="rel")   # collective: duplicates the communicator
+    x = np.empty(1 << 20, np.float32)
+    zc.Bcast(x, root=0)                                  # every element within the bound
+    zc.Allreduce(MPI.IN_PLACE, x)                        # the bound holds on the result (scope="result")
+
+The calls are libzmpi_mpi's (the C library, through cffi, with the GIL
+released): float32/float64 data are compressed under the communicator's
+bound, anything else (or a call below ZMPI_MIN_BYTES) runs as plain MPI.
+Buffers are numpy arrays (C-contiguous) or mpi4py's buffer specs
+[array, MPI.FLOAT]; v-collectives take [array, counts] or [array, counts,
+displs] or [array, (counts, displs), MPI.FLOAT].
+"""
+import os
+from pathlib import Path
+
+import numpy as np
+from cffi import FFI
+from mpi4py import MPI
+
+from ._native import lib as _codec_lib
+from .errors import Error, BoundError, CodecError, CorruptStreamError
+
+_H = "int" if MPI._sizeof(MPI.Comm) == 4 else "void *"  # MPICH's handles are ints, Open MPI's pointers
+
+_CDEF = f"""
+typedef {_H} MPI_Comm;
+typedef {_H} MPI_Datatype;
+typedef {_H} MPI_Op;
+typedef {_H} MPI_Request;
+typedef struct ZMPI_Config {{
+    int codec; int eb_mode; double eb; int scope; int threads; size_t min_bytes; size_t chunk;
+    int algorithm[8];
+    double net_bw; double net_lat; double comp_speed; double decomp_speed; double ratio;
+    size_t scratch_keep; size_t channel_mem; int trunc_bits;
+}} ZMPI_Config;
+typedef struct ZMPI_Stats {{
+    unsigned long long calls, compressed, fallback_type, fallback_small, fallback_config, fallback_model,
+        codec_errors, bytes_raw, bytes_sent, scratch_bytes, ns_compress, ns_decompress;
+    int last_algorithm[8];
+    unsigned long long channel_bytes;
+}} ZMPI_Stats;
+int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad);
+int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg);
+int ZMPI_Comm_get_config(MPI_Comm comm, ZMPI_Config *cfg);
+int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *stats);
+int ZMPI_Comm_prepare(MPI_Comm comm);
+int ZMPI_Error_class(int errorcode, int *errorclass);
+int ZMPI_Model_estimate(MPI_Comm comm, int coll, long long count, MPI_Datatype datatype, double *t_plain,
+                        double *t_zmpi);
+int ZMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int ZMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, void *status);
+int ZMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request);
+int ZMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+               MPI_Request *request);
+int ZMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                  MPI_Comm comm, void *status);
+int ZMPI_Wait(MPI_Request *request, void *status);
+int ZMPI_Test(MPI_Request *request, int *flag, void *status);
+int ZMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+int ZMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                 MPI_Datatype recvtype, int root, MPI_Comm comm);
+int ZMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int ZMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                MPI_Datatype recvtype, int root, MPI_Comm comm);
+int ZMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm);
+int ZMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm);
+int ZMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm);
+int ZMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm);
+int ZMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                   void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                   MPI_Comm comm);
+int ZMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                        MPI_Op op, MPI_Comm comm);
+int ZMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                              MPI_Op op, MPI_Comm comm);
+int ZMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm);
+int ZMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                MPI_Comm comm);
+"""
+
+ffi = FFI()
+ffi.cdef(_CDEF)
+
+
+def _load():
+    here = Path(__file__).resolve().parent
+    paths = [here / "lib" / "libzmpi_mpi.so"]
+    if os.environ.get("ZMPI_MPI_LIBRARY"):
+        paths.append(Path(os.environ["ZMPI_MPI_LIBRARY"]))
+    paths.append(here.parent.parent / "build" / "src" / "libzmpi_mpi.so")
+    for p in paths:
+        if p.exists():
+            return ffi.dlopen(str(p))
+    raise ImportError("zmpi: libzmpi_mpi.so not found (looked in " + ", ".join(map(str, paths)) +
+                      "); install the package with pip, or set ZMPI_MPI_LIBRARY")
+
+
+lib = _load()
+
+COLLS = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce_scatter", "allreduce", "reduce")
+_SCOPES = {"result": 0, "message": 1}
+_MODES = {"abs": 1, "rel": 2}
+_FLOATS = {np.dtype(np.float32): MPI.FLOAT, np.dtype(np.float64): MPI.DOUBLE}
+# zmpi's own error codes are MPI codes of its own classes; the nearest standard class picks the exception
+_ZMPI_CLASS = {MPI.ERR_TRUNCATE: Error, MPI.ERR_TYPE: CodecError, MPI.ERR_ARG: ValueError}
+
+
+def _h(obj):
+    """The C handle of an mpi4py object, as cffi wants it."""
+    v = MPI._handleof(obj)
+    if _H == "int":  # MPICH's handles are C ints (mpi4py gives them as unsigned 64-bit values)
+        return ((v & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
+    return ffi.cast("void *", v)
+
+
+def _check(rc, what):
+    if rc == MPI.SUCCESS:
+        return
+    cls = ffi.new("int *")
+    lib.ZMPI_Error_class(rc, cls)
+    msg = f"zmpi: {what}: {MPI.Get_error_string(rc)}"
+    if cls[0] == MPI.ERR_ARG:
+        raise ValueError(msg)
+    if "bound" in msg.lower() and cls[0] == MPI.ERR_OTHER:
+        raise BoundError(msg, None)
+    if "corrupt" in msg.lower() or "checksum" in msg.lower():
+        raise CorruptStreamError(msg, None)
+    raise _ZMPI_CLASS.get(cls[0], Error)(msg, None)
+
+
+def _in_place(buf):
+    return buf is MPI.IN_PLACE or (isinstance(buf, int) and not isinstance(buf, bool) and buf == int(MPI.IN_PLACE)
+                                   and type(buf).__name__ == "InPlaceType")
+
+
+class _Buf:
+    """A buffer spec: pointer, count, MPI datatype (and counts/displs of a v-spec), keeping its array alive."""
+
+    def __init__(self, spec, vector=False, writable=False, what="buffer"):
+        self.counts = self.displs = None
+        if _in_place(spec):
+            self.ptr, self.count, self.type, self.arr = ffi.cast("void *", int(MPI.IN_PLACE)), 0, MPI.DATATYPE_NULL, None
+            self.in_place = True
+            return
+        self.in_place = False
+        items = list(spec) if isinstance(spec, (list, tuple)) else [spec]
+        arr, rest = items[0], items[1:]
+        if not isinstance(arr, np.ndarray):
+            raise TypeError(f"{what}: a numpy array (or [array, ...] spec), not {type(arr).__name__}")
+        if not arr.flags.c_contiguous:
+            raise ValueError(f"{what}: the array must be C-contiguous")
+        if writable and not arr.flags.writeable:
+            raise ValueError(f"{what}: the array is read-only")
+        dtype = None
+        if rest and isinstance(rest[-1], MPI.Datatype):
+            dtype = rest.pop()
+        if dtype is None:
+            dtype = _FLOATS.get(arr.dtype)
+            if dtype is None:  # mpi4py's predefined datatype of the array's type code (plain MPI for zmpi)
+                dtype = MPI._typedict.get(arr.dtype.char)
+            if dtype is None:
+                raise TypeError(f"{what}: no predefined MPI datatype for {arr.dtype}: give [array, datatype]")
+        size = dtype.Get_size()
+        if size <= 0 or arr.nbytes % size:
+            raise ValueError(f"{what}: {arr.nbytes} bytes are not a whole number of {dtype.Get_name()}")
+        self.arr, self.type, self.count = arr, dtype, arr.nbytes // size
+        self.ptr = ffi.from_buffer(arr, require_writable=writable) if arr.nbytes else ffi.NULL
+        if vector:
+            if len(rest) == 1 and isinstance(rest[0], tuple) and len(rest[0]) == 2:
+                rest = list(rest[0])
+            if not rest:
+                raise ValueError(f"{what}: a v-collective needs [array, counts] or [array, counts, displs]")
+            counts = np.ascontiguousarray(rest[0], dtype=np.intc)
+            displs = (np.ascontiguousarray(rest[1], dtype=np.intc) if len(rest) > 1 and rest[1] is not None
+                      else np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.intc))
+            if counts.size and (counts.min() < 0 or int((displs + counts).max()) > self.count):
+                raise ValueError(f"{what}: counts and displacements reach past the array ({self.count} elements)")
+            self.counts, self.displs = counts, displs
+            self.cptr, self.dptr = ffi.from_buffer("int[]", counts), ffi.from_buffer("int[]", displs)
+        elif rest:
+            raise ValueError(f"{what}: [array, MPI datatype] only (counts belong to v-collectives)")
+
+
+class Request:
+    """A nonblocking zmpi operation: Wait(), Test(); keeps its buffer alive until it completes."""
+
+    def __init__(self, buf):
+        self._req = ffi.new("MPI_Request *")
+        self._buf = buf
+
+    def Wait(self, status=None):
+        status = status if status is not None else MPI.Status()
+        _check(lib.ZMPI_Wait(self._req, _status(status)), "Wait")
+        self._buf = None
+
+    def Test(self, status=None):
+        flag = ffi.new("int *")
+        status = status if status is not None else MPI.Status()
+        _check(lib.ZMPI_Test(self._req, flag, _status(status)), "Test")
+        if flag[0]:
+            self._buf = None
+        return bool(flag[0])
+
+
+def _status(status):
+    """The address of an mpi4py Status (a caller that ignores the status passes a fresh one: MPI's
+    MPI_STATUS_IGNORE is a library-specific constant mpi4py does not expose)."""
+    return ffi.cast("void *", MPI._addressof(status))
+
+
+class Comm:
+    """zmpi on an mpi4py intracommunicator (see the module's docstring).
+
+    Comm(comm, eb=None, mode="rel", scope="result", codec="fzl", min_bytes=None, threads=None) is
+    collective over comm: it duplicates it (zmpi's settings belong to the duplicate, comm is left
+    alone) and checks that every rank gave the same settings. eb=None: lossless codecs only
+    (codec="zstd" or "xorlzc"); other settings come from the ZMPI_* environment variables.
+    """
+
+    def __init__(self, comm, eb=None, mode="rel", scope="result", codec="fzl", min_bytes=None, threads=None):
+        if not isinstance(comm, MPI.Intracomm):
+            raise TypeError("zmpi.Comm needs an mpi4py intracommunicator")
+        if mode not in _MODES:
+            raise ValueError(f"mode={mode!r}: 'abs' or 'rel'")
+        if scope not in _SCOPES:
+            raise ValueError(f"scope={scope!r}: 'result' or 'message'")
+        cfg = ffi.new("ZMPI_Config *")
+        lib.ZMPI_Config_from_env(cfg, ffi.NULL)
+        cid = _codec_lib.zmpi_codec_from_name(str(codec).encode())
+        if cid < 0:
+            raise ValueError(f"unknown codec {codec!r}")
+        cfg.codec = cid
+        if eb is None:
+            cfg.eb_mode, cfg.eb = 0, 0.0
+        else:
+            if isinstance(eb, bool) or not isinstance(eb, (int, float, np.floating)) or not np.isfinite(eb) or eb <= 0:
+                raise ValueError(f"eb={eb!r}: a finite bound > 0 (or None: lossless)")
+            cfg.eb_mode, cfg.eb = _MODES[mode], float(eb)
+        cfg.scope = _SCOPES[scope]
+        if min_bytes is not None:
+            cfg.min_bytes = int(min_bytes)
+        if threads is not None:
+            cfg.threads = int(threads)
+        self.comm = comm.Dup()
+        self.comm.Set_errhandler(MPI.ERRORS_RETURN)
+        self._c = _h(self.comm)
+        _check(lib.ZMPI_Comm_set_config(self._c, cfg), "settings")
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+
+    def Free(self):
+        """Frees the duplicate (collective)."""
+        if self.comm != MPI.COMM_NULL:
+            self.comm.Free()
+
+    # ---- point-to-point ----
+    def Send(self, buf, dest, tag=0):
+        b = _Buf(buf, what="Send")
+        _check(lib.ZMPI_Send(b.ptr, b.count, _h(b.type), dest, tag, self._c), "Send")
+
+    def Recv(self, buf, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=None):
+        b = _Buf(buf, writable=True, what="Recv")
+        status = status if status is not None else MPI.Status()
+        _check(lib.ZMPI_Recv(b.ptr, b.count, _h(b.type), source, tag, self._c, _status(status)), "Recv")
+
+    def Isend(self, buf, dest, tag=0):
+        b = _Buf(buf, what="Isend")
+        r = Request(b)
+        _check(lib.ZMPI_Isend(b.ptr, b.count, _h(b.type), dest, tag, self._c, r._req), "Isend")
+        return r
+
+    def Irecv(self, buf, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG):
+        b = _Buf(buf, writable=True, what="Irecv")
+        r = Request(b)
+        _check(lib.ZMPI_Irecv(b.ptr, b.count, _h(b.type), source, tag, self._c, r._req), "Irecv")
+        return r
+
+    def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=MPI.ANY_SOURCE, recvtag=MPI.ANY_TAG,
+                 status=None):
+        s = _Buf(sendbuf, what="Sendrecv send")
+        r = _Buf(recvbuf, writable=True, what="Sendrecv receive")
+        status = status if status is not None else MPI.Status()
+        _check(lib.ZMPI_Sendrecv(s.ptr, s.count, _h(s.type), dest, sendtag, r.ptr, r.count, _h(r.type), source,
+                                 recvtag, self._c, _status(status)), "Sendrecv")
+
+    # ---- collectives ----
+    def Bcast(self, buf, root=0):
+        b = _Buf(buf, writable=True, what="Bcast")
+        _check(lib.ZMPI_Bcast(b.ptr, b.count, _h(b.type), root, self._c), "Bcast")
+
+    def _block(self, b, n, what):
+        if b.count % n:
+            raise ValueError(f"{what}: {b.count} elements do not split into {n} equal blocks")
+        return b.count // n
+
+    def Scatter(self, sendbuf, recvbuf, root=0):
+        r = _Buf(recvbuf, writable=True, what="Scatter receive")
+        if self.rank == root:
+            s = _Buf(sendbuf, what="Scatter send")
+            sp, sc, st = s.ptr, self._block(s, self.size, "Scatter"), s.type
+        else:
+            sp, sc, st = ffi.NULL, 0, r.type
+        rcnt, rt = (sc, st) if r.in_place else (r.count, r.type)
+        _check(lib.ZMPI_Scatter(sp, sc, _h(st), r.ptr, rcnt, _h(rt), root, self._c), "Scatter")
+
+    def Gather(self, sendbuf, recvbuf, root=0):
+        s = _Buf(sendbuf, what="Gather send")
+        if self.rank == root:
+            r = _Buf(recvbuf, writable=True, what="Gather receive")
+            rp, rcnt, rt = r.ptr, self._block(r, self.size, "Gather"), r.type
+        else:
+            rp, rcnt, rt = ffi.NULL, 0, s.type
+        sc, st = (rcnt, rt) if s.in_place else (s.count, s.type)
+        _check(lib.ZMPI_Gather(s.ptr, sc, _h(st), rp, rcnt, _h(rt), root, self._c), "Gather")
+
+    def Allgather(self, sendbuf, recvbuf):
+        s = _Buf(sendbuf, what="Allgather send")
+        r = _Buf(recvbuf, writable=True, what="Allgather receive")
+        rcnt = self._block(r, self.size, "Allgather")
+        sc, st = (rcnt, r.type) if s.in_place else (s.count, s.type)
+        _check(lib.ZMPI_Allgather(s.ptr, sc, _h(st), r.ptr, rcnt, _h(r.type), self._c), "Allgather")
+
+    def Alltoall(self, sendbuf, recvbuf):
+        s = _Buf(sendbuf, what="Alltoall send")
+        r = _Buf(recvbuf, writable=True, what="Alltoall receive")
+        rcnt = self._block(r, self.size, "Alltoall")
+        sc, st = (rcnt, r.type) if s.in_place else (self._block(s, self.size, "Alltoall"), s.type)
+        _check(lib.ZMPI_Alltoall(s.ptr, sc, _h(st), r.ptr, rcnt, _h(r.type), self._c), "Alltoall")
+
+    def Scatterv(self, sendbuf, recvbuf, root=0):
+        s = _Buf(sendbuf, vector=True, what="Scatterv send") if self.rank == root else None
+        r = _Buf(recvbuf, writable=True, what="Scatterv receive")
+        if s is None:
+            sp, cp, dp, st = ffi.NULL, ffi.NULL, ffi.NULL, r.type
+        else:
+            sp, cp, dp, st = s.ptr, s.cptr, s.dptr, s.type
+        _check(lib.ZMPI_Scatterv(sp, cp, dp, _h(st), r.ptr, r.count, _h(r.type if not r.in_place else st), root,
+                                 self._c), "Scatterv")
+
+    def Gatherv(self, sendbuf, recvbuf, root=0):
+        s = _Buf(sendbuf, what="Gatherv send")
+        r = _Buf(recvbuf, vector=True, writable=True, what="Gatherv receive") if self.rank == root else None
+        if r is None:
+            rp, cp, dp, rt = ffi.NULL, ffi.NULL, ffi.NULL, s.type
+        else:
+            rp, cp, dp, rt = r.ptr, r.cptr, r.dptr, r.type
+        _check(lib.ZMPI_Gatherv(s.ptr, s.count, _h(s.type if not s.in_place else rt), rp, cp, dp, _h(rt), root,
+                                self._c), "Gatherv")
+
+    def Allgatherv(self, sendbuf, recvbuf):
+        s = _Buf(sendbuf, what="Allgatherv send")
+        r = _Buf(recvbuf, vector=True, writable=True, what="Allgatherv receive")
+        _check(lib.ZMPI_Allgatherv(s.ptr, s.count, _h(s.type if not s.in_place else r.type), r.ptr, r.cptr, r.dptr,
+                                   _h(r.type), self._c), "Allgatherv")
+
+    def Alltoallv(self, sendbuf, recvbuf):
+        s = _Buf(sendbuf, vector=True, what="Alltoallv send")
+        r = _Buf(recvbuf, vector=True, writable=True, what="Alltoallv receive")
+        if s.in_place:
+            sp, cp, dp, st = s.ptr, ffi.NULL, ffi.NULL, r.type
+        else:
+            sp, cp, dp, st = s.ptr, s.cptr, s.dptr, s.type
+        _check(lib.ZMPI_Alltoallv(sp, cp, dp, _h(st), r.ptr, r.cptr, r.dptr, _h(r.type), self._c), "Alltoallv")
+
+    def Allreduce(self, sendbuf, recvbuf, op=MPI.SUM):
+        s = _Buf(sendbuf, what="Allreduce send")
+        r = _Buf(recvbuf, writable=True, what="Allreduce receive")
+        if not s.in_place and s.count != r.count:
+            raise ValueError(f"Allreduce: {s.count} elements sent, {r.count} received")
+        _check(lib.ZMPI_Allreduce(s.ptr, r.ptr, r.count, _h(r.type), _h(op), self._c), "Allreduce")
+
+    def Reduce(self, sendbuf, recvbuf, op=MPI.SUM, root=0):
+        s = _Buf(sendbuf, what="Reduce send")
+        r = _Buf(recvbuf, writable=True, what="Reduce receive") if self.rank == root else None
+        count, dtype = (r.count, r.type) if s.in_place else (s.count, s.type)
+        _check(lib.ZMPI_Reduce(s.ptr, r.ptr if r else ffi.NULL, count, _h(dtype), _h(op), root, self._c), "Reduce")
+
+    def Reduce_scatter_block(self, sendbuf, recvbuf, op=MPI.SUM):
+        s = _Buf(sendbuf, what="Reduce_scatter_block send")
+        r = _Buf(recvbuf, writable=True, what="Reduce_scatter_block receive")
+        if s.in_place:
+            count = self._block(r, self.size, "Reduce_scatter_block")
+            ptr = r.ptr
+        else:
+            count, ptr = r.count, r.ptr
+        _check(lib.ZMPI_Reduce_scatter_block(s.ptr, ptr, count, _h(r.type), _h(op), self._c), "Reduce_scatter_block")
+
+    def Reduce_scatter(self, sendbuf, recvbuf, recvcounts, op=MPI.SUM):
+        s = _Buf(sendbuf, what="Reduce_scatter send")
+        r = _Buf(recvbuf, writable=True, what="Reduce_scatter receive")
+        counts = np.ascontiguousarray(recvcounts, dtype=np.intc)
+        if counts.size != self.size:
+            raise ValueError(f"Reduce_scatter: {counts.size} counts for {self.size} ranks")
+        _check(lib.ZMPI_Reduce_scatter(s.ptr, r.ptr, ffi.from_buffer("int[]", counts), _h(r.type), _h(op), self._c),
+               "Reduce_scatter")
+
+    # ---- what zmpi did, and what it expects ----
+    def stats(self):
+        """Counters of the calls on this communicator (dict): calls, compressed, bytes_raw, bytes_sent, ..."""
+        s = ffi.new("ZMPI_Stats *")
+        _check(lib.ZMPI_Comm_get_stats(self._c, s), "stats")
+        out = {k: int(getattr(s, k)) for k in ("calls", "compressed", "fallback_type", "fallback_small",
+                                                "fallback_config", "fallback_model", "codec_errors", "bytes_raw",
+                                                "bytes_sent", "scratch_bytes", "ns_compress", "ns_decompress",
+                                                "channel_bytes")}
+        out["ratio"] = out["bytes_raw"] / out["bytes_sent"] if out["bytes_sent"] else None
+        return out
+
+    def estimate(self, coll, count, dtype=np.float32):
+        """zmpi's model for a call: (pays, t_plain, t_zmpi) in seconds (0 without ZMPI_NET_BW)."""
+        c = len(COLLS) if coll == "p2p" else COLLS.index(coll.lower())
+        tp, tz = ffi.new("double *"), ffi.new("double *")
+        pays = lib.ZMPI_Model_estimate(self._c, c, int(count), _h(_FLOATS[np.dtype(dtype)]), tp, tz)
+        return bool(pays), tp[0], tz[0]

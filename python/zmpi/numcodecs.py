@@ -1,0 +1,50 @@
+"""zmpi as a numcodecs codec, for Zarr and xarray: arrays stored with zmpi's
+error bound.
+
+    import zarr, zmpi.numcodecs
+    z = zarr.array(field, chunks=(256, 256), compressor=zmpi.numcodecs.Zmpi(codec="fzl", rel=1e-3))
+
+Registered under the id "zmpi" when this module is imported (importing zmpi
+imports it when numcodecs is installed); its configuration keys are
+zmpi.compress's keyword arguments: {"id": "zmpi", "codec": "fzl", "rel": 1e-3}.
+"""
+import numpy as np
+from numcodecs.abc import Codec
+from numcodecs.compat import ensure_contiguous_ndarray, ndarray_copy
+from numcodecs.registry import register_codec
+
+from .codec import compress, decompress
+
+
+class Zmpi(Codec):
+    """numcodecs codec over zmpi.compress / zmpi.decompress (float32 and float64 chunks)."""
+
+    codec_id = "zmpi"
+
+    def __init__(self, codec="fzl", abs=None, rel=None, threads=1):
+        self.codec, self.abs, self.rel, self.threads = codec, abs, rel, threads
+        compress(np.zeros(1, np.float32) if codec not in ("dp2sp",) else np.zeros(1, np.float64), codec=codec,
+                 abs=abs, rel=rel, threads=threads)  # bad settings raise here, not at the first chunk
+
+    def encode(self, buf):
+        arr = np.asarray(buf) if isinstance(buf, np.ndarray) else ensure_contiguous_ndarray(buf)
+        return compress(np.ascontiguousarray(arr), codec=self.codec, abs=self.abs, rel=self.rel,
+                        threads=self.threads)
+
+    def decode(self, buf, out=None):
+        arr = decompress(ensure_contiguous_ndarray(buf))
+        return ndarray_copy(arr, out) if out is not None else arr
+
+    def get_config(self):
+        cfg = {"id": self.codec_id, "codec": self.codec, "threads": self.threads}
+        if self.abs is not None:
+            cfg["abs"] = self.abs
+        if self.rel is not None:
+            cfg["rel"] = self.rel
+        return cfg
+
+    def __repr__(self):
+        return "Zmpi(" + ", ".join(f"{k}={v!r}" for k, v in self.get_config().items() if k != "id") + ")"
+
+
+register_codec(Zmpi)
