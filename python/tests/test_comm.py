@@ -177,3 +177,19 @@ def test_errors_are_exceptions(zc):
             with pytest.raises(zmpi.Error):
                 zc.Recv(np.zeros(n // 10, np.float32), 0, 9)
     W.Barrier()
+
+
+def test_config():
+    cfg = zmpi.Config.from_env()
+    assert cfg.codec and cfg.scope in ("result", "message") and cfg.min_bytes >= 0
+    c = zmpi.Comm(W, config=zmpi.Config(eb_mode="abs", eb=1e-2, min_bytes=0), scope="message")
+    got = c.config()
+    assert got.eb_mode == "abs" and got.eb == 1e-2 and got.scope == "message" and got.min_bytes == 0
+    x = data(10000, np.float32, 1) if R == 0 else np.zeros(10000, np.float32)
+    c.Bcast(x)
+    within(x, data(10000, np.float32, 1), 1e-2)
+    c.Free()
+    with pytest.raises(ValueError):
+        zmpi.Comm(W, config=zmpi.Config(scope="nowhere"))
+    with pytest.raises(ValueError):
+        zmpi.Comm(W, config=zmpi.Config(threads=-1))

@@ -8,6 +8,7 @@ over zmpi's C library.
 """
 from ._native import ffi, lib
 from .codec import codecs, compress, decompress, evaluate, info
+from .config import Config
 from .errors import BoundError, CodecError, CorruptStreamError, Error
 
 __version__ = ffi.string(lib.zmpi_version()).decode()
@@ -16,7 +17,7 @@ try:  # registers the numcodecs codec "zmpi" (Zarr, xarray) when numcodecs is in
     from . import numcodecs  # noqa: F401
 except ImportError:
     pass
-__all__ = ["compress", "decompress", "info", "codecs", "evaluate", "Error", "BoundError", "CodecError",
+__all__ = ["Config", "compress", "decompress", "info", "codecs", "evaluate", "Error", "BoundError", "CodecError",
            "CorruptStreamError", "__version__"]
 
 

@@ -2,9 +2,10 @@
 
 cffi reads the declarations below (the subset of <zmpi/codec.h> the package
 uses) and calls libzmpi directly; it releases the GIL around every call, so
-compression runs beside other Python threads. The library is looked up in
-the installed package (zmpi/lib, where `pip install` puts it), then in
-$ZMPI_LIBRARY, then in a build tree of the repository (build/src).
+compression runs beside other Python threads. The libraries are looked up in
+the installed package (zmpi/lib, where `pip install` puts them), then in the
+directory $LIBZMPI_DIR, then in a build tree of the repository (build/src).
+(Not a ZMPI_ variable: the C library rejects ZMPI_ names it does not know.)
 """
 import os
 from pathlib import Path
@@ -67,23 +68,22 @@ ffi = FFI()
 ffi.cdef(CDEF)
 
 
-def _candidates():
+def find_library(name):
+    """The path of one of zmpi's shared libraries (ImportError if there is none)."""
     here = Path(__file__).resolve().parent
-    yield here / "lib" / "libzmpi.so"
-    if os.environ.get("ZMPI_LIBRARY"):
-        yield Path(os.environ["ZMPI_LIBRARY"])
-    root = here.parent.parent
-    yield root / "build" / "src" / "libzmpi.so"
+    paths = [here / "lib" / name]
+    if os.environ.get("LIBZMPI_DIR"):
+        paths.append(Path(os.environ["LIBZMPI_DIR"]) / name)
+    paths.append(here.parent.parent / "build" / "src" / name)
+    for p in paths:
+        if p.exists():
+            return str(p)
+    raise ImportError(f"zmpi: {name} not found (looked in " + ", ".join(map(str, paths)) +
+                      "); install the package with pip, or set LIBZMPI_DIR")
 
 
 def _load():
-    tried = []
-    for path in _candidates():
-        tried.append(str(path))
-        if path.exists():
-            return ffi.dlopen(str(path))
-    raise ImportError("zmpi: libzmpi.so not found (looked in " + ", ".join(tried) +
-                      "); install the package with pip, or set ZMPI_LIBRARY")
+    return ffi.dlopen(find_library("libzmpi.so"))
 
 
 lib = _load()

@@ -14,14 +14,14 @@ Buffers are numpy arrays (C-contiguous) or mpi4py's buffer specs
 [array, MPI.FLOAT]; v-collectives take [array, counts] or [array, counts,
 displs] or [array, (counts, displs), MPI.FLOAT].
 """
-import os
-from pathlib import Path
+import dataclasses
 
 import numpy as np
 from cffi import FFI
 from mpi4py import MPI
 
-from ._native import lib as _codec_lib
+from . import config as _config
+from ._native import find_library
 from .errors import Error, BoundError, CodecError, CorruptStreamError
 
 _H = "int" if MPI._sizeof(MPI.Comm) == 4 else "void *"  # MPICH's handles are ints, Open MPI's pointers
@@ -31,19 +31,12 @@ typedef {_H} MPI_Comm;
 typedef {_H} MPI_Datatype;
 typedef {_H} MPI_Op;
 typedef {_H} MPI_Request;
-typedef struct ZMPI_Config {{
-    int codec; int eb_mode; double eb; int scope; int threads; size_t min_bytes; size_t chunk;
-    int algorithm[8];
-    double net_bw; double net_lat; double comp_speed; double decomp_speed; double ratio;
-    size_t scratch_keep; size_t channel_mem; int trunc_bits;
-}} ZMPI_Config;
 typedef struct ZMPI_Stats {{
     unsigned long long calls, compressed, fallback_type, fallback_small, fallback_config, fallback_model,
         codec_errors, bytes_raw, bytes_sent, scratch_bytes, ns_compress, ns_decompress;
     int last_algorithm[8];
     unsigned long long channel_bytes;
 }} ZMPI_Stats;
-int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad);
 int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg);
 int ZMPI_Comm_get_config(MPI_Comm comm, ZMPI_Config *cfg);
 int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *stats);
@@ -91,27 +84,13 @@ int ZMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 """
 
 ffi = FFI()
+ffi.include(_config.ffi)  # ZMPI_Config
 ffi.cdef(_CDEF)
 
 
-def _load():
-    here = Path(__file__).resolve().parent
-    paths = [here / "lib" / "libzmpi_mpi.so"]
-    if os.environ.get("ZMPI_MPI_LIBRARY"):
-        paths.append(Path(os.environ["ZMPI_MPI_LIBRARY"]))
-    paths.append(here.parent.parent / "build" / "src" / "libzmpi_mpi.so")
-    for p in paths:
-        if p.exists():
-            return ffi.dlopen(str(p))
-    raise ImportError("zmpi: libzmpi_mpi.so not found (looked in " + ", ".join(map(str, paths)) +
-                      "); install the package with pip, or set ZMPI_MPI_LIBRARY")
-
-
-lib = _load()
+lib = ffi.dlopen(find_library("libzmpi_mpi.so"))
 
 COLLS = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce_scatter", "allreduce", "reduce")
-_SCOPES = {"result": 0, "message": 1}
-_MODES = {"abs": 1, "rel": 2}
 _FLOATS = {np.dtype(np.float32): MPI.FLOAT, np.dtype(np.float64): MPI.DOUBLE}
 # zmpi's own error codes are MPI codes of its own classes; the nearest standard class picks the exception
 _ZMPI_CLASS = {MPI.ERR_TRUNCATE: Error, MPI.ERR_TYPE: CodecError, MPI.ERR_ARG: ValueError}
@@ -223,41 +202,45 @@ def _status(status):
 class Comm:
     """zmpi on an mpi4py intracommunicator (see the module's docstring).
 
-    Comm(comm, eb=None, mode="rel", scope="result", codec="fzl", min_bytes=None, threads=None) is
-    collective over comm: it duplicates it (zmpi's settings belong to the duplicate, comm is left
-    alone) and checks that every rank gave the same settings. eb=None: lossless codecs only
-    (codec="zstd" or "xorlzc"); other settings come from the ZMPI_* environment variables.
+    Comm(comm, eb=None, mode=None, scope=None, codec=None, min_bytes=None, threads=None, config=None)
+    is collective over comm: it duplicates it (zmpi's settings belong to the duplicate, comm is left
+    alone) and the settings must agree on every rank. The settings are config's (a zmpi.Config),
+    else the ZMPI_* environment's, with the keyword arguments on top: eb with mode "abs" or "rel"
+    (default "rel"); eb=None and no ZMPI_EB: lossless codecs only (codec="zstd" or "xorlzc").
     """
 
-    def __init__(self, comm, eb=None, mode="rel", scope="result", codec="fzl", min_bytes=None, threads=None):
+    def __init__(self, comm, eb=None, mode=None, scope=None, codec=None, min_bytes=None, threads=None,
+                 config=None):
         if not isinstance(comm, MPI.Intracomm):
             raise TypeError("zmpi.Comm needs an mpi4py intracommunicator")
-        if mode not in _MODES:
-            raise ValueError(f"mode={mode!r}: 'abs' or 'rel'")
-        if scope not in _SCOPES:
-            raise ValueError(f"scope={scope!r}: 'result' or 'message'")
-        cfg = ffi.new("ZMPI_Config *")
-        lib.ZMPI_Config_from_env(cfg, ffi.NULL)
-        cid = _codec_lib.zmpi_codec_from_name(str(codec).encode())
-        if cid < 0:
-            raise ValueError(f"unknown codec {codec!r}")
-        cfg.codec = cid
-        if eb is None:
-            cfg.eb_mode, cfg.eb = 0, 0.0
-        else:
+        cfg = dataclasses.replace(config) if config is not None else _config.Config()
+        if not isinstance(cfg, _config.Config):
+            raise TypeError("config must be a zmpi.Config")
+        if eb is not None:
             if isinstance(eb, bool) or not isinstance(eb, (int, float, np.floating)) or not np.isfinite(eb) or eb <= 0:
                 raise ValueError(f"eb={eb!r}: a finite bound > 0 (or None: lossless)")
-            cfg.eb_mode, cfg.eb = _MODES[mode], float(eb)
-        cfg.scope = _SCOPES[scope]
-        if min_bytes is not None:
-            cfg.min_bytes = int(min_bytes)
-        if threads is not None:
-            cfg.threads = int(threads)
+            cfg.eb, cfg.eb_mode = float(eb), mode or cfg.eb_mode or "rel"
+            if cfg.eb_mode == "none":
+                cfg.eb_mode = "rel"
+        elif mode is not None:
+            cfg.eb_mode = mode
+        if cfg.eb_mode is not None and cfg.eb_mode not in ("none", "abs", "rel"):
+            raise ValueError(f"mode={cfg.eb_mode!r}: 'abs' or 'rel'")
+        for name, v in (("scope", scope), ("codec", codec), ("min_bytes", min_bytes), ("threads", threads)):
+            if v is not None:
+                setattr(cfg, name, v)
+        c = cfg.to_c(ffi.new("ZMPI_Config *"))
         self.comm = comm.Dup()
         self.comm.Set_errhandler(MPI.ERRORS_RETURN)
         self._c = _h(self.comm)
-        _check(lib.ZMPI_Comm_set_config(self._c, cfg), "settings")
+        _check(lib.ZMPI_Comm_set_config(self._c, c), "settings")
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+
+    def config(self):
+        """The communicator's settings (zmpi.Config)."""
+        c = ffi.new("ZMPI_Config *")
+        _check(lib.ZMPI_Comm_get_config(self._c, c), "config")
+        return _config.Config.from_c(c)
 
     def Free(self):
         """Frees the duplicate (collective)."""
