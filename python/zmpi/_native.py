@@ -68,6 +68,11 @@ ffi = FFI()
 ffi.cdef(CDEF)
 
 
+# Never unloaded: MPI_Finalize (mpi4py's, at exit) calls the attribute callbacks
+# libzmpi_mpi registered on communicators, after Python has dropped its objects.
+DLOPEN_FLAGS = ffi.RTLD_NOW | getattr(ffi, "RTLD_NODELETE", 0)
+
+
 def find_library(name):
     """The path of one of zmpi's shared libraries (ImportError if there is none)."""
     here = Path(__file__).resolve().parent
@@ -83,7 +88,7 @@ def find_library(name):
 
 
 def _load():
-    return ffi.dlopen(find_library("libzmpi.so"))
+    return ffi.dlopen(find_library("libzmpi.so"), DLOPEN_FLAGS)
 
 
 lib = _load()

@@ -21,7 +21,7 @@ from cffi import FFI
 from mpi4py import MPI
 
 from . import config as _config
-from ._native import find_library
+from ._native import DLOPEN_FLAGS, find_library
 from .errors import Error, BoundError, CodecError, CorruptStreamError
 
 _H = "int" if MPI._sizeof(MPI.Comm) == 4 else "void *"  # MPICH's handles are ints, Open MPI's pointers
@@ -88,7 +88,7 @@ ffi.include(_config.ffi)  # ZMPI_Config
 ffi.cdef(_CDEF)
 
 
-lib = ffi.dlopen(find_library("libzmpi_mpi.so"))
+lib = ffi.dlopen(find_library("libzmpi_mpi.so"), DLOPEN_FLAGS)
 
 COLLS = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce_scatter", "allreduce", "reduce")
 _FLOATS = {np.dtype(np.float32): MPI.FLOAT, np.dtype(np.float64): MPI.DOUBLE}

@@ -9,7 +9,7 @@ import os
 
 from cffi import FFI
 
-from ._native import find_library
+from ._native import DLOPEN_FLAGS, find_library
 from ._native import lib as _codec
 
 ffi = FFI()
@@ -24,7 +24,7 @@ int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad);
 """)
 
 
-lib = ffi.dlopen(find_library("libzmpi_mpi.so"))
+lib = ffi.dlopen(find_library("libzmpi_mpi.so"), DLOPEN_FLAGS)
 _EB_MODES = ("none", "abs", "rel")
 _SCOPES = ("result", "message")
 
