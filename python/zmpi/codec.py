@@ -145,12 +145,13 @@ def info(buf):
     """What a compressed buffer holds: codec, dtype, shape, count, bound, sizes."""
     shape, stream = _split(buf)
     i = _stream_info(stream)
-    return {"codec": ffi.string(lib.zmpi_codec_name(i.codec)).decode(),
-            "dtype": np.dtype(_NUMPY[i.dtype]).name, "shape": shape if shape is not None else (int(i.count),),
-            "count": int(i.count), "eb_abs": float(i.eb), "param": int(i.param),
-            "segments": int(i.nsegments), "checksum": bool(i.flags & 1),
-            "stream_bytes": int(i.stream_size), "bytes": len(memoryview(buf).cast("B")),
-            "ratio": int(i.count) * np.dtype(_NUMPY[i.dtype]).itemsize / max(1, len(memoryview(buf).cast("B")))}
+    dtype = np.dtype(_NUMPY[i.dtype])
+    nbytes = memoryview(buf).nbytes
+    return {"codec": ffi.string(lib.zmpi_codec_name(i.codec)).decode(), "dtype": dtype.name,
+            "shape": shape if shape is not None else (int(i.count),), "count": int(i.count),
+            "eb_abs": float(i.eb), "param": int(i.param), "segments": int(i.nsegments),
+            "checksum": bool(i.flags & 1), "stream_bytes": int(i.stream_size), "bytes": nbytes,
+            "ratio": int(i.count) * dtype.itemsize / max(1, nbytes)}
 
 
 def decompress(buf, out=None):

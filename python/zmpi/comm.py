@@ -22,7 +22,7 @@ from mpi4py import MPI
 
 from . import config as _config
 from ._native import DLOPEN_FLAGS, find_library
-from .errors import Error, BoundError, CodecError, CorruptStreamError
+from .errors import CodecError, Error
 
 _H = "int" if MPI._sizeof(MPI.Comm) == 4 else "void *"  # MPICH's handles are ints, Open MPI's pointers
 
@@ -92,10 +92,6 @@ lib = ffi.dlopen(find_library("libzmpi_mpi.so"), DLOPEN_FLAGS)
 
 COLLS = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce_scatter", "allreduce", "reduce")
 _FLOATS = {np.dtype(np.float32): MPI.FLOAT, np.dtype(np.float64): MPI.DOUBLE}
-# zmpi's own error codes are MPI codes of its own classes; the nearest standard class picks the exception
-_ZMPI_CLASS = {MPI.ERR_TRUNCATE: Error, MPI.ERR_TYPE: CodecError, MPI.ERR_ARG: ValueError}
-
-
 def _h(obj):
     """The C handle of an mpi4py object, as cffi wants it."""
     v = MPI._handleof(obj)
@@ -105,6 +101,8 @@ def _h(obj):
 
 
 def _check(rc, what):
+    """Raises the exception of an MPI/zmpi error code: ValueError for bad arguments, CodecError for
+    data zmpi cannot take as declared (doubles into floats), zmpi.Error for the rest."""
     if rc == MPI.SUCCESS:
         return
     cls = ffi.new("int *")
@@ -112,16 +110,7 @@ def _check(rc, what):
     msg = f"zmpi: {what}: {MPI.Get_error_string(rc)}"
     if cls[0] == MPI.ERR_ARG:
         raise ValueError(msg)
-    if "bound" in msg.lower() and cls[0] == MPI.ERR_OTHER:
-        raise BoundError(msg, None)
-    if "corrupt" in msg.lower() or "checksum" in msg.lower():
-        raise CorruptStreamError(msg, None)
-    raise _ZMPI_CLASS.get(cls[0], Error)(msg, None)
-
-
-def _in_place(buf):
-    return buf is MPI.IN_PLACE or (isinstance(buf, int) and not isinstance(buf, bool) and buf == int(MPI.IN_PLACE)
-                                   and type(buf).__name__ == "InPlaceType")
+    raise (CodecError if cls[0] == MPI.ERR_TYPE else Error)(msg, None)
 
 
 class _Buf:
@@ -129,7 +118,7 @@ class _Buf:
 
     def __init__(self, spec, vector=False, writable=False, what="buffer"):
         self.counts = self.displs = None
-        if _in_place(spec):
+        if spec is MPI.IN_PLACE:
             self.ptr, self.count, self.type, self.arr = ffi.cast("void *", int(MPI.IN_PLACE)), 0, MPI.DATATYPE_NULL, None
             self.in_place = True
             return

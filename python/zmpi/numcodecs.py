@@ -23,8 +23,8 @@ class Zmpi(Codec):
 
     def __init__(self, codec="fzl", abs=None, rel=None, threads=1):
         self.codec, self.abs, self.rel, self.threads = codec, abs, rel, threads
-        compress(np.zeros(1, np.float32) if codec not in ("dp2sp",) else np.zeros(1, np.float64), codec=codec,
-                 abs=abs, rel=rel, threads=threads)  # bad settings raise here, not at the first chunk
+        # bad settings raise here, not at the first chunk (every codec takes doubles)
+        compress(np.zeros(1, np.float64), codec=codec, abs=abs, rel=rel, threads=threads)
 
     def encode(self, buf):
         arr = np.asarray(buf) if isinstance(buf, np.ndarray) else ensure_contiguous_ndarray(buf)
