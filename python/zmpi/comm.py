@@ -225,6 +225,13 @@ class Comm:
         _check(lib.ZMPI_Comm_set_config(self._c, c), "settings")
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
 
+    def __getattr__(self, name):
+        """Everything zmpi does not wrap (Get_rank, Barrier, the lower-case pickled calls, ...) is the
+        mpi4py duplicate's own: plain MPI, on the same communicator."""
+        if name == "comm":  # not yet set: __init__ failed before duplicating
+            raise AttributeError(name)
+        return getattr(self.comm, name)
+
     def config(self):
         """The communicator's settings (zmpi.Config)."""
         c = ffi.new("ZMPI_Config *")

@@ -1,5 +1,5 @@
 /* zmpi report: the reader of libzmpi_preload.so's JSON reports is a Python
- * script (tools/report/zmpi_report.py, installed into share/zmpi); this
+ * script (python/zmpi/report.py, installed as zmpi_report.py into share/zmpi); this
  * subcommand runs it with the interpreter that has matplotlib. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>

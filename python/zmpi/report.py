@@ -3,6 +3,10 @@
 and prints its call sites and the advisor's verdicts; --plot draws them.
 
     zmpi report FILE.zmpi.json [--top N] [--plot OUT.png]
+    python -m zmpi.report FILE.zmpi.json [--top N] [--plot OUT.png]
+
+From Python: zmpi.report.load(path) returns the report (a dict; ValueError if
+the file is not one), print_table(r, top) and plot(r, top, out) show it.
 
 The table: the call sites by time, with what each sent (bytes the program
 asked to send, bytes on the wire), and the advisor's ratio, predicted
@@ -16,13 +20,11 @@ import sys
 
 
 def load(path):
-    try:
-        with open(path) as f:
-            r = json.load(f)
-    except (OSError, ValueError) as e:
-        sys.exit(f"zmpi report: {path}: {e}")
-    if r.get("version") != 1 or "sites" not in r:
-        sys.exit(f"zmpi report: {path}: not a zmpi report of version 1 with call sites")
+    """The report in path (a dict); OSError if unreadable, ValueError if not a zmpi report."""
+    with open(path) as f:
+        r = json.load(f)
+    if not isinstance(r, dict) or r.get("version") != 1 or "sites" not in r:
+        raise ValueError("not a zmpi report of version 1 with call sites")
     return r
 
 
@@ -61,9 +63,9 @@ def plot(r, top, out):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-    except ImportError:
-        sys.exit("zmpi report: --plot needs matplotlib (scripts/setup installs it into .venv; "
-                 "run with ZMPI_PYTHON=.venv/bin/python)")
+    except ImportError as e:
+        raise ImportError("zmpi report: --plot needs matplotlib (scripts/setup installs it into .venv; "
+                          "run with ZMPI_PYTHON=.venv/bin/python)") from e
     sites = sorted(r["sites"], key=lambda s: -s["time_s"])[:top]
     names = [f"{s['id']}: {label(s)}" for s in sites][::-1]
     y = range(len(sites))
@@ -102,10 +104,16 @@ def main(argv=None):
     a = p.parse_args(argv)
     if a.top < 1:
         p.error("--top must be 1 or more")
-    r = load(a.file)
+    try:
+        r = load(a.file)
+    except (OSError, ValueError) as e:
+        sys.exit(f"zmpi report: {a.file}: {e}")
     print_table(r, a.top)
     if a.plot:
-        plot(r, a.top, a.plot)
+        try:
+            plot(r, a.top, a.plot)
+        except ImportError as e:
+            sys.exit(str(e))
 
 
 if __name__ == "__main__":
