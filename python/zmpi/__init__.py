@@ -5,6 +5,10 @@ over zmpi's C library.
     z = zmpi.compress(field, codec="fzl", rel=1e-3)   # bytes
     back = zmpi.decompress(z)                          # same shape and dtype
     zmpi.info(z), zmpi.codecs(), zmpi.evaluate(field, rel=1e-3)
+
+and of MPI messages on mpi4py communicators (zmpi.Comm: help(zmpi.Comm)),
+the numcodecs/Zarr codec "zmpi" (zmpi.numcodecs), typed settings
+(zmpi.Config) and the profiler's reports (zmpi.report).
 """
 from ._native import ffi, lib
 from .codec import codecs, compress, decompress, evaluate, info
@@ -24,6 +28,11 @@ __all__ = ["Config", "compress", "decompress", "info", "codecs", "evaluate", "Er
 def __getattr__(name):
     # zmpi.Comm needs mpi4py (and MPI initialised): imported on first use only
     if name in ("Comm", "Request"):
+        try:
+            import mpi4py  # noqa: F401
+        except ImportError as e:
+            raise ImportError("zmpi.Comm needs mpi4py, built against the MPI zmpi's libraries were built "
+                              "with (docs/python.md, Install)") from e
         from . import comm
         return getattr(comm, name)
     raise AttributeError(f"module 'zmpi' has no attribute {name!r}")

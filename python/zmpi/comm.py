@@ -169,11 +169,13 @@ class Request:
         self._buf = buf
 
     def Wait(self, status=None):
+        """Waits for completion (a receive's data is decoded into its buffer); status as Recv's."""
         status = status if status is not None else MPI.Status()
         _check(lib.ZMPI_Wait(self._req, _status(status)), "Wait")
         self._buf = None
 
     def Test(self, status=None):
+        """True if the operation has completed (then as Wait), else False at once."""
         flag = ffi.new("int *")
         status = status if status is not None else MPI.Status()
         _check(lib.ZMPI_Test(self._req, flag, _status(status)), "Test")
@@ -243,23 +245,26 @@ class Comm:
         if self.comm != MPI.COMM_NULL:
             self.comm.Free()
 
-    # ---- point-to-point ----
     def Send(self, buf, dest, tag=0):
+        """Sends buf (compressed if float32/float64 and compression pays) to dest; matches any zmpi receive."""
         b = _Buf(buf, what="Send")
         _check(lib.ZMPI_Send(b.ptr, b.count, _h(b.type), dest, tag, self._c), "Send")
 
     def Recv(self, buf, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=None):
+        """Receives into buf (a compressed message is decoded into it); status: source, tag, element count."""
         b = _Buf(buf, writable=True, what="Recv")
         status = status if status is not None else MPI.Status()
         _check(lib.ZMPI_Recv(b.ptr, b.count, _h(b.type), source, tag, self._c, _status(status)), "Recv")
 
     def Isend(self, buf, dest, tag=0):
+        """Starts a Send; returns a zmpi.Request (Wait/Test). buf must not change until it completes."""
         b = _Buf(buf, what="Isend")
         r = Request(b)
         _check(lib.ZMPI_Isend(b.ptr, b.count, _h(b.type), dest, tag, self._c, r._req), "Isend")
         return r
 
     def Irecv(self, buf, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG):
+        """Starts a Recv; returns a zmpi.Request whose Wait/Test decode the message into buf."""
         b = _Buf(buf, writable=True, what="Irecv")
         r = Request(b)
         _check(lib.ZMPI_Irecv(b.ptr, b.count, _h(b.type), source, tag, self._c, r._req), "Irecv")
@@ -267,14 +272,15 @@ class Comm:
 
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=MPI.ANY_SOURCE, recvtag=MPI.ANY_TAG,
                  status=None):
+        """Send to dest and Recv from source in one call (no deadlock between pairs)."""
         s = _Buf(sendbuf, what="Sendrecv send")
         r = _Buf(recvbuf, writable=True, what="Sendrecv receive")
         status = status if status is not None else MPI.Status()
         _check(lib.ZMPI_Sendrecv(s.ptr, s.count, _h(s.type), dest, sendtag, r.ptr, r.count, _h(r.type), source,
                                  recvtag, self._c, _status(status)), "Sendrecv")
 
-    # ---- collectives ----
     def Bcast(self, buf, root=0):
+        """Broadcasts root's buf to every rank (each element within the bound of root's data)."""
         b = _Buf(buf, writable=True, what="Bcast")
         _check(lib.ZMPI_Bcast(b.ptr, b.count, _h(b.type), root, self._c), "Bcast")
 
@@ -284,6 +290,7 @@ class Comm:
         return b.count // n
 
     def Scatter(self, sendbuf, recvbuf, root=0):
+        """Root's sendbuf in equal blocks, block i to rank i (recvbuf may be MPI.IN_PLACE at root)."""
         r = _Buf(recvbuf, writable=True, what="Scatter receive")
         if self.rank == root:
             s = _Buf(sendbuf, what="Scatter send")
@@ -294,6 +301,7 @@ class Comm:
         _check(lib.ZMPI_Scatter(sp, sc, _h(st), r.ptr, rcnt, _h(rt), root, self._c), "Scatter")
 
     def Gather(self, sendbuf, recvbuf, root=0):
+        """Every rank's sendbuf into root's recvbuf, in rank order (sendbuf may be MPI.IN_PLACE at root)."""
         s = _Buf(sendbuf, what="Gather send")
         if self.rank == root:
             r = _Buf(recvbuf, writable=True, what="Gather receive")
@@ -304,6 +312,7 @@ class Comm:
         _check(lib.ZMPI_Gather(s.ptr, sc, _h(st), rp, rcnt, _h(rt), root, self._c), "Gather")
 
     def Allgather(self, sendbuf, recvbuf):
+        """Every rank's sendbuf into every rank's recvbuf, in rank order (sendbuf may be MPI.IN_PLACE)."""
         s = _Buf(sendbuf, what="Allgather send")
         r = _Buf(recvbuf, writable=True, what="Allgather receive")
         rcnt = self._block(r, self.size, "Allgather")
@@ -311,6 +320,7 @@ class Comm:
         _check(lib.ZMPI_Allgather(s.ptr, sc, _h(st), r.ptr, rcnt, _h(r.type), self._c), "Allgather")
 
     def Alltoall(self, sendbuf, recvbuf):
+        """Block j of each rank's sendbuf to rank j's block i (sendbuf may be MPI.IN_PLACE)."""
         s = _Buf(sendbuf, what="Alltoall send")
         r = _Buf(recvbuf, writable=True, what="Alltoall receive")
         rcnt = self._block(r, self.size, "Alltoall")
@@ -318,6 +328,7 @@ class Comm:
         _check(lib.ZMPI_Alltoall(s.ptr, sc, _h(st), r.ptr, rcnt, _h(r.type), self._c), "Alltoall")
 
     def Scatterv(self, sendbuf, recvbuf, root=0):
+        """Scatter with counts and displacements at root: sendbuf is [array, counts(, displs)]."""
         s = _Buf(sendbuf, vector=True, what="Scatterv send") if self.rank == root else None
         r = _Buf(recvbuf, writable=True, what="Scatterv receive")
         if s is None:
@@ -328,6 +339,7 @@ class Comm:
                                  self._c), "Scatterv")
 
     def Gatherv(self, sendbuf, recvbuf, root=0):
+        """Gather with counts and displacements at root: recvbuf is [array, counts(, displs)]."""
         s = _Buf(sendbuf, what="Gatherv send")
         r = _Buf(recvbuf, vector=True, writable=True, what="Gatherv receive") if self.rank == root else None
         if r is None:
@@ -338,12 +350,14 @@ class Comm:
                                 self._c), "Gatherv")
 
     def Allgatherv(self, sendbuf, recvbuf):
+        """Allgather with per-rank counts: recvbuf is [array, counts(, displs)]."""
         s = _Buf(sendbuf, what="Allgatherv send")
         r = _Buf(recvbuf, vector=True, writable=True, what="Allgatherv receive")
         _check(lib.ZMPI_Allgatherv(s.ptr, s.count, _h(s.type if not s.in_place else r.type), r.ptr, r.cptr, r.dptr,
                                    _h(r.type), self._c), "Allgatherv")
 
     def Alltoallv(self, sendbuf, recvbuf):
+        """Alltoall with per-rank counts: sendbuf and recvbuf are [array, counts(, displs)]."""
         s = _Buf(sendbuf, vector=True, what="Alltoallv send")
         r = _Buf(recvbuf, vector=True, writable=True, what="Alltoallv receive")
         if s.in_place:
@@ -353,6 +367,8 @@ class Comm:
         _check(lib.ZMPI_Alltoallv(sp, cp, dp, _h(st), r.ptr, r.cptr, r.dptr, _h(r.type), self._c), "Alltoallv")
 
     def Allreduce(self, sendbuf, recvbuf, op=MPI.SUM):
+        """Reduces (op: SUM, PROD, MIN, MAX ...) every rank's sendbuf into every rank's recvbuf; with scope
+        "result" the bound holds on the result, with "message" on each message (sendbuf may be MPI.IN_PLACE)."""
         s = _Buf(sendbuf, what="Allreduce send")
         r = _Buf(recvbuf, writable=True, what="Allreduce receive")
         if not s.in_place and s.count != r.count:
@@ -360,12 +376,14 @@ class Comm:
         _check(lib.ZMPI_Allreduce(s.ptr, r.ptr, r.count, _h(r.type), _h(op), self._c), "Allreduce")
 
     def Reduce(self, sendbuf, recvbuf, op=MPI.SUM, root=0):
+        """Allreduce's result at root only (recvbuf is ignored elsewhere; sendbuf may be MPI.IN_PLACE at root)."""
         s = _Buf(sendbuf, what="Reduce send")
         r = _Buf(recvbuf, writable=True, what="Reduce receive") if self.rank == root else None
         count, dtype = (r.count, r.type) if s.in_place else (s.count, s.type)
         _check(lib.ZMPI_Reduce(s.ptr, r.ptr if r else ffi.NULL, count, _h(dtype), _h(op), root, self._c), "Reduce")
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=MPI.SUM):
+        """Reduces sendbuf (size x len(recvbuf) elements) and gives block i of the result to rank i."""
         s = _Buf(sendbuf, what="Reduce_scatter_block send")
         r = _Buf(recvbuf, writable=True, what="Reduce_scatter_block receive")
         if s.in_place:
@@ -376,6 +394,7 @@ class Comm:
         _check(lib.ZMPI_Reduce_scatter_block(s.ptr, ptr, count, _h(r.type), _h(op), self._c), "Reduce_scatter_block")
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts, op=MPI.SUM):
+        """Reduces sendbuf and gives rank i recvcounts[i] elements of the result, in rank order."""
         s = _Buf(sendbuf, what="Reduce_scatter send")
         r = _Buf(recvbuf, writable=True, what="Reduce_scatter receive")
         counts = np.ascontiguousarray(recvcounts, dtype=np.intc)
@@ -384,7 +403,6 @@ class Comm:
         _check(lib.ZMPI_Reduce_scatter(s.ptr, r.ptr, ffi.from_buffer("int[]", counts), _h(r.type), _h(op), self._c),
                "Reduce_scatter")
 
-    # ---- what zmpi did, and what it expects ----
     def stats(self):
         """Counters of the calls on this communicator (dict): calls, compressed, bytes_raw, bytes_sent, ..."""
         s = ffi.new("ZMPI_Stats *")
