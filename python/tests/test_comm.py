@@ -285,3 +285,55 @@ def test_wire_bytes_equal_c_api(zc, dtype):
         d = both(lambda: f(False), lambda: f(True))
         if N > 1 and f is not allreduce:
             assert d[0] > 0, f"{f.__name__}: nothing compressed"
+
+
+def test_many_requests_probes_ssend(zc, dtype):
+    """Waitall/Testall/Waitany over zmpi requests with statuses, Cancel of a receive nobody sends,
+    Probe/Iprobe counting decoded elements, Ssend/Issend."""
+    mt = MPI.FLOAT if dtype == np.float32 else MPI.DOUBLE
+    n = 20000
+    right, left = (R + 1) % N, (R - 1) % N
+    got = [np.zeros(n, dtype) for _ in range(3)]
+    reqs = [zc.Irecv(got[k], left, 30 + k) for k in range(3)]
+    sends = [zc.Isend(data(n, dtype, 10 * R + k), right, 30 + k) for k in range(3)]
+    st = [MPI.Status() for _ in range(3)]
+    zmpi.Request.Waitall(reqs, st)
+    for k in range(3):
+        within(got[k], data(n, dtype, 10 * left + k), EB)
+        assert st[k].Get_source() == left and st[k].Get_tag() == 30 + k and st[k].Get_count(mt) == n
+    while not zmpi.Request.Testall(sends):
+        pass
+    a, b = np.zeros(n, dtype), np.zeros(n, dtype)
+    pend = [zc.Irecv(a, left, 40), zc.Irecv(b, left, 41)]
+    s2 = [zc.Isend(data(n, dtype, R), right, 41), zc.Isend(data(n, dtype, R + 1), right, 40)]
+    done = {zmpi.Request.Waitany(pend), zmpi.Request.Waitany(pend)}
+    assert done == {0, 1} and zmpi.Request.Waitany(pend) == MPI.UNDEFINED
+    within(a, data(n, dtype, left + 1), EB)
+    within(b, data(n, dtype, left), EB)
+    zmpi.Request.Waitall(s2)
+    never = zc.Irecv(np.zeros(10, dtype), left, 99)
+    never.Cancel()
+    cst = MPI.Status()
+    never.Wait(cst)
+    assert cst.Is_cancelled()
+    with pytest.raises(TypeError):
+        zmpi.Request.Waitall([MPI.REQUEST_NULL])
+    with pytest.raises(ValueError):
+        zmpi.Request.Waitall(reqs, [MPI.Status()])
+    if N > 1:
+        if R == 0:
+            zc.Ssend(data(n, dtype, 5), 1, 50)
+            zc.Issend(data(n + 1, dtype, 6), 1, 51).Wait()
+        elif R == 1:
+            ps = MPI.Status()
+            zc.Probe(0, 50, ps)
+            assert ps.Get_count(mt) == n
+            x = np.zeros(ps.Get_count(mt), dtype)
+            zc.Recv(x, 0, 50)
+            within(x, data(n, dtype, 5), EB)
+            while not zc.Iprobe(0, 51, ps):
+                pass
+            y = np.zeros(ps.Get_count(mt), dtype)
+            zc.Recv(y, 0, 51)
+            within(y, data(n + 1, dtype, 6), EB)
+    W.Barrier()

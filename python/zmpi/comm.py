@@ -53,8 +53,17 @@ int ZMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
 int ZMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
                   void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                   MPI_Comm comm, void *status);
+int ZMPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int ZMPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                MPI_Request *request);
 int ZMPI_Wait(MPI_Request *request, void *status);
 int ZMPI_Test(MPI_Request *request, int *flag, void *status);
+int ZMPI_Waitall(int count, MPI_Request requests[], void *statuses);
+int ZMPI_Waitany(int count, MPI_Request requests[], int *index, void *status);
+int ZMPI_Testall(int count, MPI_Request requests[], int *flag, void *statuses);
+int ZMPI_Cancel(MPI_Request *request);
+int ZMPI_Probe(int source, int tag, MPI_Comm comm, void *status);
+int ZMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, void *status);
 int ZMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
 int ZMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                  MPI_Datatype recvtype, int root, MPI_Comm comm);
@@ -98,6 +107,9 @@ def _h(obj):
     if _H == "int":  # MPICH's handles are C ints (mpi4py gives them as unsigned 64-bit values)
         return ((v & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
     return ffi.cast("void *", v)
+
+
+_REQUEST_NULL = _h(MPI.REQUEST_NULL)
 
 
 def _check(rc, what):
@@ -183,6 +195,80 @@ class Request:
             self._buf = None
         return bool(flag[0])
 
+    def Cancel(self):
+        """Asks MPI to cancel the operation; complete it with Wait/Test as usual."""
+        _check(lib.ZMPI_Cancel(self._req), "Cancel")
+
+    @staticmethod
+    def _many(requests, what):
+        requests = list(requests)
+        if not all(isinstance(r, Request) for r in requests):
+            raise TypeError(f"{what}: zmpi.Request objects (mpi4py's own requests go to mpi4py's calls)")
+        arr = ffi.new("MPI_Request[]", max(len(requests), 1))
+        for i, r in enumerate(requests):
+            arr[i] = r._req[0]
+        return requests, arr
+
+    @staticmethod
+    def _back(requests, arr):
+        for i, r in enumerate(requests):
+            r._req[0] = arr[i]
+            if arr[i] == _REQUEST_NULL:
+                r._buf = None
+
+    @staticmethod
+    def Waitall(requests, statuses=None):
+        """Waits for all of requests (a list of zmpi.Request); statuses: None or a list of as many
+        mpi4py Status objects, filled as Wait's."""
+        requests, arr = Request._many(requests, "Waitall")
+        st = _Statuses(len(requests), statuses, "Waitall")
+        try:
+            _check(lib.ZMPI_Waitall(len(requests), arr, st.ptr), "Waitall")
+        finally:
+            Request._back(requests, arr)
+            st.copy_out()
+
+    @staticmethod
+    def Testall(requests, statuses=None):
+        """True (statuses filled as Waitall's) if all of requests have completed, else False."""
+        requests, arr = Request._many(requests, "Testall")
+        st = _Statuses(len(requests), statuses, "Testall")
+        flag = ffi.new("int *")
+        try:
+            _check(lib.ZMPI_Testall(len(requests), arr, flag, st.ptr), "Testall")
+        finally:
+            Request._back(requests, arr)
+            if flag[0]:
+                st.copy_out()
+        return bool(flag[0])
+
+    @staticmethod
+    def Waitany(requests, status=None):
+        """Waits for one of requests; returns its index (MPI.UNDEFINED if none is active)."""
+        requests, arr = Request._many(requests, "Waitany")
+        index = ffi.new("int *")
+        status = status if status is not None else MPI.Status()
+        try:
+            _check(lib.ZMPI_Waitany(len(requests), arr, index, _status(status)), "Waitany")
+        finally:
+            Request._back(requests, arr)
+        return index[0]
+
+
+class _Statuses:
+    """A C array of MPI_Status for the multi-request calls, copied into mpi4py Status objects."""
+
+    def __init__(self, n, statuses, what):
+        if statuses is not None and (len(statuses) != n or not all(isinstance(s, MPI.Status) for s in statuses)):
+            raise ValueError(f"{what}: statuses must be None or {n} mpi4py Status objects")
+        self.statuses, self.size = statuses, MPI._sizeof(MPI.Status)
+        self.buf = ffi.new("char[]", max(n, 1) * self.size)
+        self.ptr = ffi.cast("void *", self.buf)
+
+    def copy_out(self):
+        for i, s in enumerate(self.statuses or ()):
+            ffi.memmove(ffi.cast("char *", MPI._addressof(s)), self.buf[i * self.size:(i + 1) * self.size], self.size)
+
 
 def _status(status):
     """The address of an mpi4py Status (a caller that ignores the status passes a fresh one: MPI's
@@ -255,6 +341,31 @@ class Comm:
         b = _Buf(buf, writable=True, what="Recv")
         status = status if status is not None else MPI.Status()
         _check(lib.ZMPI_Recv(b.ptr, b.count, _h(b.type), source, tag, self._c, _status(status)), "Recv")
+
+    def Ssend(self, buf, dest, tag=0):
+        """Send that completes only once the receive has started (MPI_Ssend's semantics)."""
+        b = _Buf(buf, what="Ssend")
+        _check(lib.ZMPI_Ssend(b.ptr, b.count, _h(b.type), dest, tag, self._c), "Ssend")
+
+    def Issend(self, buf, dest, tag=0):
+        """Starts an Ssend; returns a zmpi.Request."""
+        b = _Buf(buf, what="Issend")
+        r = Request(b)
+        _check(lib.ZMPI_Issend(b.ptr, b.count, _h(b.type), dest, tag, self._c, r._req), "Issend")
+        return r
+
+    def Probe(self, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=None):
+        """Waits for a matching message; status.Get_count(MPI.FLOAT/DOUBLE) is the count of elements it holds
+        (decoded, not its bytes on the wire). Receive it with this Comm's Recv/Irecv/Sendrecv."""
+        status = status if status is not None else MPI.Status()
+        _check(lib.ZMPI_Probe(source, tag, self._c, _status(status)), "Probe")
+
+    def Iprobe(self, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=None):
+        """True (status as Probe's) if a matching message has arrived, else False."""
+        flag = ffi.new("int *")
+        status = status if status is not None else MPI.Status()
+        _check(lib.ZMPI_Iprobe(source, tag, self._c, flag, _status(status)), "Iprobe")
+        return bool(flag[0])
 
     def Isend(self, buf, dest, tag=0):
         """Starts a Send; returns a zmpi.Request (Wait/Test). buf must not change until it completes."""
