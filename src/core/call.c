@@ -381,6 +381,10 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
         return 0;
     }
     c->coll = coll; /* c->algo: chosen by the collective's dispatcher (src/coll/dispatch.c) */
+    /* a v-collective's ranks share no size: the model cannot decide the call,
+     * so (with zmpi's default algorithm) its blocks decide, each by its own
+     * count, which both of its ends know */
+    c->per_block = bytes == SIZE_MAX && st->cfg.algorithm[coll] == ZMPI_ALGO_DEFAULT;
     /* inter-step codecs keep channels in point-to-point and Alltoall(v) only;
      * the other collectives code each message with the intra-step variant */
     c->chan = zmpi_codec_needs_channel(st->cfg.codec) == 1 && coll == ZMPI_COLL_ALLTOALL;

@@ -6,7 +6,11 @@
  * element checked against plain MPI and the bound of its block (the block a
  * rank sends itself exact); fallbacks byte-identical; white noise;
  * statistics prove the compressed path ran, and last_algorithm that the
- * configured algorithm ran (plain MPI for the fallbacks).
+ * configured algorithm ran (plain MPI for the fallbacks). Raw blocks of
+ * Alltoallv (below ZMPI_MIN_BYTES, or not worth compressing on the
+ * configured network): byte-identical to MPI, no stream sent, mixed with
+ * compressed blocks in one call, in place, and across the inter-step
+ * channels of a lossless codec.
  */
 #include "movement.h"
 
@@ -121,6 +125,100 @@ static void sweep(mt_state *t, int algo, const char *aname)
     mv_hostile(t, c, algo, aname, one, 2000, 2, 1000, 1);
 }
 
+/* Alltoallv with rank i sending big (compressed) or small blocks to j. */
+static void raw_case(mt_state *t, const char *what, zmpi_codec codec, double net_bw, size_t min_bytes, int in_place,
+                     int small, int big, uint64_t seed)
+{
+    int size = t->size, rank = t->rank;
+    ZMPI_Config cfg;
+    ZMPI_Config_from_env(&cfg, NULL);
+    cfg.codec = codec;
+    cfg.eb_mode = codec == ZMPI_CODEC_FZL ? ZMPI_EB_ABS : ZMPI_EB_NONE;
+    cfg.eb = codec == ZMPI_CODEC_FZL ? 1e-3 : 0.0;
+    cfg.min_bytes = min_bytes;
+    cfg.net_bw = net_bw;
+    cfg.net_lat = 1e-6;
+    for (int k = 0; k < ZMPI_COLL_COUNT; k++)
+        cfg.algorithm[k] = ZMPI_ALGO_DEFAULT;
+    MT_CHECK(t, ZMPI_Comm_set_config(MPI_COMM_WORLD, &cfg) == MPI_SUCCESS, "%s: settings", what);
+    int *sc = malloc((size_t)size * sizeof(int)), *rc = malloc((size_t)size * sizeof(int));
+    int *sd = malloc((size_t)size * sizeof(int)), *rd = malloc((size_t)size * sizeof(int));
+    size_t stot = 0, rtot = 0;
+    for (int j = 0; j < size; j++) { /* symmetric in i, j, so in place works; block (i, j) big if i + j even */
+        sc[j] = (rank + j) % 2 ? small : big;
+        rc[j] = (j + rank) % 2 ? small : big;
+        stot += (size_t)sc[j];
+        rtot += (size_t)rc[j];
+    }
+    for (int j = 0, s = 0, r = 0; j < size; j++) { /* receive blocks in reverse order */
+        sd[j] = s;
+        s += sc[j];
+        rd[size - 1 - j] = r;
+        r += rc[size - 1 - j];
+    }
+    if (in_place)
+        memcpy(rd, sd, (size_t)size * sizeof(int));
+    float *send = malloc(stot * sizeof(float) + 4), *got = malloc(rtot * sizeof(float) + 4);
+    float *ref = malloc(rtot * sizeof(float) + 4);
+    mt_fill_field(send, stot, MPI_FLOAT, (size_t)(seed + (uint64_t)rank * 977));
+    MPI_Alltoallv(send, sc, sd, MPI_FLOAT, ref, rc, rd, MPI_FLOAT, MPI_COMM_WORLD);
+    if (in_place)
+        memcpy(got, send, stot * sizeof(float));
+    ZMPI_Stats s0 = mt_stats(MPI_COMM_WORLD);
+    int e = ZMPI_Alltoallv(in_place ? MPI_IN_PLACE : send, sc, sd, MPI_FLOAT, got, rc, rd, MPI_FLOAT,
+                           MPI_COMM_WORLD);
+    ZMPI_Stats s1 = mt_stats(MPI_COMM_WORLD);
+    MT_CHECK(t, e == MPI_SUCCESS, "%s: ZMPI_Alltoallv returned %d", what, e);
+    if (size > 1)
+        mt_check_ran(t, MPI_COMM_WORLD, ZMPI_COLL_ALLTOALL,
+                     ZMPI_Coll_algorithm_from_name(ZMPI_COLL_ALLTOALL, "pairwise"), what);
+    int any_stream = 0;
+    for (int i = 0; i < size; i++) {
+        size_t n = (size_t)rc[i];
+        int raw = i == rank || n * sizeof(float) < min_bytes || (net_bw > 5e9 && codec == ZMPI_CODEC_FZL);
+        const float *a = got + rd[i], *b = ref + rd[i];
+        if (raw || cfg.eb_mode == ZMPI_EB_NONE) {
+            MT_CHECK(t, memcmp(a, b, n * sizeof(float)) == 0, "%s: block from %d (%zu floats) not exact", what, i, n);
+        } else {
+            double worst = 0;
+            for (size_t k = 0; k < n; k++)
+                worst = fabs((double)a[k] - (double)b[k]) > worst ? fabs((double)a[k] - (double)b[k]) : worst;
+            MT_CHECK(t, worst <= 1e-3, "%s: block from %d off by %g > 1e-3", what, i, worst);
+            any_stream |= n > 0;
+        }
+    }
+    unsigned long long sent = s1.bytes_sent - s0.bytes_sent;
+    if (net_bw > 5e9 && codec == ZMPI_CODEC_FZL)
+        MT_CHECK(t, sent == 0, "%s: %llu bytes of streams sent on a fast network", what, sent);
+    else if (any_stream && size > 1)
+        MT_CHECK(t, sent > 0, "%s: nothing compressed", what);
+    free(sc);
+    free(rc);
+    free(sd);
+    free(rd);
+    free(send);
+    free(got);
+    free(ref);
+}
+
+static void raw_blocks(mt_state *t)
+{
+    /* 12.5 GB/s (100 Gb/s): compressing never pays, every block raw */
+    raw_case(t, "raw: 100 Gb/s", ZMPI_CODEC_FZL, 12.5e9, 0, 0, 3000, 70000, 1);
+    raw_case(t, "raw: 100 Gb/s in place", ZMPI_CODEC_FZL, 12.5e9, 0, 1, 3000, 70000, 2);
+    /* 1 Gb/s: the blocks below ZMPI_MIN_BYTES raw, the others compressed */
+    raw_case(t, "raw: below min_bytes", ZMPI_CODEC_FZL, 1.25e8, 40000, 0, 3000, 70000, 3);
+    raw_case(t, "raw: below min_bytes in place", ZMPI_CODEC_FZL, 1.25e8, 40000, 1, 3000, 70000, 4);
+    raw_case(t, "raw: no network given", ZMPI_CODEC_FZL, 0, 40000, 0, 5, 20000, 5);
+    /* an inter-step codec: blocks of one channel raw in one call (below
+     * min_bytes), coded in the next; both ends drop the history alike */
+    for (int k = 0; k < 3; k++) {
+        char what[64];
+        snprintf(what, sizeof what, "raw: xorlzc-inter call %d", k);
+        raw_case(t, what, ZMPI_CODEC_XORLZC_INTER, 1.25e8, 40000, 0, k == 1 ? 20000 : 3000, 20000, 6);
+    }
+}
+
 int main(int argc, char **argv)
 {
     mt_state t;
@@ -140,5 +238,6 @@ int main(int argc, char **argv)
                           .send_elems = (size_t)1500 * (size_t)t.size, .out_elems = (size_t)1500 * (size_t)t.size,
                           .fill_offset = (size_t)t.rank, .v_div = 3, .v_pairwise = 1, .v_reversed = 1};
     mv_fallbacks(&t, &f);
+    raw_blocks(&t);
     return mt_finish(&t);
 }

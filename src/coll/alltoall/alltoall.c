@@ -15,8 +15,9 @@
  * Fallback to the PMPI call with the user's arguments: other datatypes,
  * intercommunicators, one rank, no bound configured, ZMPI_ALGO_MPI, and for
  * Alltoall a block (recvcount elements) below ZMPI_MIN_BYTES. Alltoallv
- * always takes the compressed path when the type allows it; blocks below
- * ZMPI_MIN_BYTES then travel as uncompressed streams. Alltoall whose buffers
+ * always takes the compressed path when the type allows it; its blocks
+ * below ZMPI_MIN_BYTES, or not worth compressing on the configured network,
+ * then travel raw (alltoall_pairwise.c). Alltoall whose buffers
  * span more than INT_MAX elements runs as plain MPI (not counted).
  */
 #include <limits.h>

@@ -33,9 +33,17 @@
  * src/core/chan.c); both ends keep it. Collectives are called in the same
  * order on every rank, so the channels stay in step.
  *
+ * Raw blocks (Alltoallv): a block below ZMPI_MIN_BYTES, or one the model
+ * finds not worth compressing on the configured network
+ * (zmpi_dm_block_raw: its count and the settings decide, so both ends agree
+ * without a message), travels as its raw bytes straight from the sender's
+ * buffer into its place in the receiver's - as plain MPI moves it, no
+ * copy, no stream - its length checked on arrival. With MPI_IN_PLACE the
+ * outgoing raw blocks are copied aside first, as the compressed ones are.
+ *
  * Edge cases: blocks of 0 elements send nothing; uneven blocks (Alltoallv);
  * MPI_IN_PLACE; any N >= 2 (pairs come from rank + s, so no power of two is
- * needed); blocks below ZMPI_MIN_BYTES travel uncompressed (v-variant).
+ * needed).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,11 +59,14 @@
 typedef struct pw {
     zmpi_call *c;
     const char *sendbuf;
-    const int *sendcounts, *sdispls, *recvcounts;
+    const int *sendcounts, *sdispls, *recvcounts, *rdispls;
+    char *recvbuf;
     unsigned char *out;  /* outgoing streams, in step order, back to back */
     size_t *ooff, *olen; /* per step */
     size_t cur;          /* bytes of out used */
     int ncomp;           /* steps compressed so far */
+    int in_place;
+    unsigned char *rawstep; /* per step: 1 if its outgoing block travels raw */
     unsigned char *slot; /* win receive slots of maxr bytes */
     size_t maxr;
     int win;             /* steps in flight */
@@ -72,9 +83,18 @@ static int compress_upto(pw *p, int upto)
     for (; rc == MPI_SUCCESS && p->ncomp < upto; p->ncomp++) {
         int s = p->ncomp + 1, dest = (c->rank + s) % c->size;
         size_t n = (size_t)p->sendcounts[dest];
+        const char *src = p->sendbuf + (ptrdiff_t)p->sdispls[dest] * (ptrdiff_t)c->es;
         p->ooff[s] = p->cur;
-        rc = zmpi_dm_compress_to(c, dest, p->sendbuf + (ptrdiff_t)p->sdispls[dest] * (ptrdiff_t)c->es, n,
-                                 p->out + p->cur, zmpi_dm_cap(c, n), &p->olen[s]);
+        p->rawstep[s] = (unsigned char)zmpi_dm_block_raw(c, n);
+        if (p->rawstep[s]) {
+            zmpi_dm_chan_drop(c, dest, ZMPI_CHAN_SEND);
+            p->olen[s] = n * c->es;
+            if (!p->in_place)
+                continue; /* sent from the user's buffer */
+            memcpy(p->out + p->cur, src, p->olen[s]);
+        } else {
+            rc = zmpi_dm_compress_to(c, dest, src, n, p->out + p->cur, zmpi_dm_cap(c, n), &p->olen[s]);
+        }
         p->cur += p->olen[s];
     }
     return rc;
@@ -85,13 +105,22 @@ static int start(pw *p, int s)
 {
     zmpi_call *c = p->c;
     int dest = (c->rank + s) % c->size, src = (c->rank - s + c->size) % c->size;
-    int rc =
-        zmpi_dm_isend_var(c, p->out + p->ooff[s], p->olen[s], zmpi_dm_cap(c, (size_t)p->sendcounts[dest]),
-                          dest, ZMPI_TAG_ALLTOALL, &p->lenbuf[dest], &p->sr);
-    if (rc == MPI_SUCCESS)
-        rc = zmpi_dm_vrecv_post(c, &p->in[s % p->win], p->slot + (size_t)(s % p->win) * p->maxr,
-                                zmpi_dm_cap(c, (size_t)p->recvcounts[src]), src, ZMPI_TAG_ALLTOALL);
-    return rc;
+    size_t ns = (size_t)p->sendcounts[dest], nr = (size_t)p->recvcounts[src];
+    int rc;
+    if (p->rawstep[s]) { /* raw: capacity = its length, which both ends know */
+        const void *b = p->in_place ? (const void *)(p->out + p->ooff[s])
+                                    : (const void *)(p->sendbuf + (ptrdiff_t)p->sdispls[dest] * (ptrdiff_t)c->es);
+        rc = zmpi_dm_isend_var(c, b, p->olen[s], p->olen[s], dest, ZMPI_TAG_ALLTOALL, &p->lenbuf[dest], &p->sr);
+    } else
+        rc = zmpi_dm_isend_var(c, p->out + p->ooff[s], p->olen[s], zmpi_dm_cap(c, ns), dest, ZMPI_TAG_ALLTOALL,
+                               &p->lenbuf[dest], &p->sr);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (zmpi_dm_block_raw(c, nr)) /* straight into its place */
+        return zmpi_dm_vrecv_post(c, &p->in[s % p->win], p->recvbuf + (ptrdiff_t)p->rdispls[src] * (ptrdiff_t)c->es,
+                                  nr * c->es, src, ZMPI_TAG_ALLTOALL);
+    return zmpi_dm_vrecv_post(c, &p->in[s % p->win], p->slot + (size_t)(s % p->win) * p->maxr, zmpi_dm_cap(c, nr),
+                              src, ZMPI_TAG_ALLTOALL);
 }
 
 /* The buffers (the outgoing streams' worst cases, the window's receive
@@ -102,16 +131,21 @@ static int pw_setup(pw *p, int in_place)
     zmpi_call *c = p->c;
     int rc = MPI_SUCCESS, size = c->size;
     size_t total = 0;
-    for (int j = 0; j < size; j++) {
+    for (int j = 0; j < size; j++) { /* raw blocks need no slot, nor room in out unless in place */
         if (j == c->rank)
             continue;
-        size_t rcap = zmpi_dm_cap(c, (size_t)p->recvcounts[j]);
-        total += zmpi_dm_cap(c, (size_t)p->sendcounts[j]);
+        size_t ns = (size_t)p->sendcounts[j], nr = (size_t)p->recvcounts[j];
+        if (!zmpi_dm_block_raw(c, ns))
+            total += zmpi_dm_cap(c, ns);
+        else if (in_place)
+            total += ns * c->es;
+        size_t rcap = zmpi_dm_block_raw(c, nr) ? 0 : zmpi_dm_cap(c, nr);
         p->maxr = rcap > p->maxr ? rcap : p->maxr;
     }
     p->win = 2;
     while (p->win < size - 1 && p->win < PW_MAX_WINDOW && (size_t)(p->win + 1) * p->maxr <= PW_WINDOW_BYTES)
         p->win++;
+    ZMPI_CHECK(zmpi_alloc((size_t)size, &p->rawstep));
     ZMPI_CHECK(zmpi_scratch_get(c, total, &p->out));
     ZMPI_CHECK(zmpi_scratch_get(c, (size_t)p->win * p->maxr, &p->slot));
     ZMPI_CHECK(zmpi_alloc((size_t)p->win * sizeof *p->in, &p->in));
@@ -147,6 +181,9 @@ int zmpi_alltoallv_pairwise(zmpi_call *c, const void *sendbuf, const int *sendco
     p.sendcounts = sendcounts;
     p.sdispls = sdispls;
     p.recvcounts = recvcounts;
+    p.rdispls = rdispls;
+    p.recvbuf = recvbuf;
+    p.in_place = in_place;
     if (!in_place && sendcounts[rank] > 0) {
         if (sendcounts[rank] > recvcounts[rank]) {
             drc = MPI_ERR_TRUNCATE;
@@ -167,9 +204,15 @@ int zmpi_alltoallv_pairwise(zmpi_call *c, const void *sendbuf, const int *sendco
         }
         zmpi_dm_vrecv *in = &p.in[s % p.win];
         ZMPI_CHECK(zmpi_dm_vrecv_wait(c, in));
-        int e = zmpi_dm_decompress_from(c, src, in->buf, in->len,
-                                        (char *)recvbuf + (ptrdiff_t)rdispls[src] * (ptrdiff_t)c->es,
-                                        (size_t)recvcounts[src]);
+        size_t nr = (size_t)recvcounts[src];
+        int e;
+        if (zmpi_dm_block_raw(c, nr)) { /* already in place; a sender that sent less mismatched the counts */
+            zmpi_dm_chan_drop(c, src, ZMPI_CHAN_RECV);
+            e = in->len == nr * c->es ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
+        } else {
+            e = zmpi_dm_decompress_from(c, src, in->buf, in->len,
+                                        (char *)recvbuf + (ptrdiff_t)rdispls[src] * (ptrdiff_t)c->es, nr);
+        }
         drc = drc ? drc : e;
     }
     ZMPI_CHECK(zmpi_dm_waitall(&p.sr));
@@ -178,6 +221,7 @@ fn_done:
 fn_exit:
     zmpi_dm_reqs_free(&p.sr);
     free(p.lenbuf);
+    free(p.rawstep);
     free(p.olen);
     free(p.ooff);
     free(p.in);

@@ -270,6 +270,25 @@ int zmpi_dm_decompress_from(zmpi_call *c, int peer, const void *src, size_t len,
     return rc;
 }
 
+int zmpi_dm_block_raw(const zmpi_call *c, size_t count)
+{
+    if (count == 0)
+        return 0;
+    size_t bytes = count * c->es;
+    if (bytes < c->min_bytes)
+        return 1;
+    return c->per_block && !zmpi_model(&c->st->cfg, ZMPI_COLL_COUNT, 2, bytes, c->dt, NULL, NULL);
+}
+
+void zmpi_dm_chan_drop(zmpi_call *c, int peer, int dir)
+{
+    if (!c->chan)
+        return;
+    zmpi_chan *ch = zmpi_chan_find(c->st, peer, ZMPI_CHAN_TAG_ALLTOALL, dir);
+    zmpi_chan_forget(c->st, ch);
+    zmpi_chan_release(ch);
+}
+
 int zmpi_dm_dir_total(const uint64_t *dir, int n, size_t *total)
 {
     int rc = MPI_SUCCESS;

@@ -121,6 +121,18 @@ int zmpi_dm_decompress(zmpi_call *c, const void *src, size_t len, void *dst, siz
 int zmpi_dm_compress_to(zmpi_call *c, int peer, const void *src, size_t count, void *dst, size_t cap, size_t *len);
 int zmpi_dm_decompress_from(zmpi_call *c, int peer, const void *src, size_t len, void *dst, size_t count);
 
+/* 1 if a block of count elements of a v-collective travels as raw data (its
+ * count * es bytes, straight from the sender's buffer into the receiver's)
+ * rather than as a stream: below ZMPI_MIN_BYTES, or, when the call leaves
+ * it to the model (c->per_block), where the point-to-point model says
+ * compressing a message of that size does not pay on the configured
+ * network. Depends only on the count and the settings, which both ends of
+ * the block share, so they decide alike. 0 for count 0 (nothing travels). */
+int zmpi_dm_block_raw(const zmpi_call *c, size_t count);
+/* A raw block travelled to / from peer in Alltoall(v): the inter-step
+ * channel of that direction drops its history (nothing if c->chan is 0). */
+void zmpi_dm_chan_drop(zmpi_call *c, int peer, int dir);
+
 /* Bundles: the directory dir[0..n) (stream sizes) and the data (sum of dir
  * bytes) of n consecutive blocks. The receive allocates *data (free it). */
 int zmpi_dm_isend_bundle(const zmpi_call *c, const uint64_t *dir, int n, const void *data, int dest, int tag,
