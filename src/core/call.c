@@ -527,9 +527,17 @@ void zmpi_stat_sent(zmpi_call *c, size_t raw, size_t sent)
     atomic_fetch_add(&c->st->bytes_sent, sent);
 }
 
+int zmpi_block_plain(const zmpi_call *c, size_t count)
+{
+    size_t bytes = count * c->es;
+    if (bytes < c->min_bytes)
+        return 1;
+    return c->per_block && !zmpi_model(&c->st->cfg, ZMPI_COLL_COUNT, 2, bytes, c->dt, NULL, NULL);
+}
+
 ptrdiff_t zmpi_block_compress(zmpi_call *c, const void *src, size_t count, void *dst, size_t cap)
 {
-    zmpi_ctx *ctx = count * c->es < c->min_bytes ? c->raw : c->ctx;
+    zmpi_ctx *ctx = zmpi_block_plain(c, count) ? c->raw : c->ctx;
     const uint64_t t0 = zmpi_clock_ns();
     ptrdiff_t len = zmpi_compress(ctx, src, count, c->dt, dst, cap);
     atomic_fetch_add(&c->st->ns_compress, zmpi_clock_ns() - t0);

@@ -335,10 +335,16 @@ int zmpi_call_bound(zmpi_call *c, double hops, const void *local_in, size_t loca
 /* Worst-case stream size of count elements. */
 size_t zmpi_block_max(const zmpi_call *c, size_t count);
 /* Compresses count elements into dst (capacity cap >= zmpi_block_max). Blocks
- * below the size threshold are framed uncompressed; a codec failure falls
+ * zmpi_block_plain picks are framed uncompressed; a codec failure falls
  * back to an uncompressed stream (counted). Returns the stream size, or -1
  * only if cap is too small. */
 ptrdiff_t zmpi_block_compress(zmpi_call *c, const void *src, size_t count, void *dst, size_t cap);
+/* 1 if a block of count elements goes uncompressed: below c->min_bytes (the
+ * v-collectives' ZMPI_MIN_BYTES), or, in a v-collective left to the model
+ * (c->per_block), where the point-to-point model says compressing a message
+ * of that size does not pay on the configured network. Depends only on the
+ * count and the settings, which both ends of a block share. */
+int zmpi_block_plain(const zmpi_call *c, size_t count);
 /* Decompresses a stream that must hold exactly count elements of the call's
  * dtype. Returns MPI_SUCCESS or MPI_ERR_OTHER (corrupt or mismatched). */
 int zmpi_block_decompress(zmpi_call *c, const void *src, size_t len, void *dst, size_t count);

@@ -160,6 +160,17 @@ void mt_config(MPI_Comm comm, zmpi_codec codec, zmpi_eb_mode mode, double eb, ZM
     ZMPI_Comm_set_config(comm, &cfg);
 }
 
+int mt_set_network(MPI_Comm comm, double bw, double lat)
+{
+    ZMPI_Config cfg;
+    int rc = ZMPI_Comm_get_config(comm, &cfg);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    cfg.net_bw = bw;
+    cfg.net_lat = lat;
+    return ZMPI_Comm_set_config(comm, &cfg);
+}
+
 int mt_algo_ran(ZMPI_Coll coll, int algo, int size)
 {
     int pow2 = size > 0 && (size & (size - 1)) == 0;

@@ -83,6 +83,9 @@ double mt_global_range(const void *buf, size_t n, MPI_Datatype type, MPI_Comm co
 /* Sets a configuration on comm. */
 void mt_config(MPI_Comm comm, zmpi_codec codec, zmpi_eb_mode mode, double eb, ZMPI_Scope scope,
                size_t min_bytes);
+/* Tells comm's settings the network (bytes/s, seconds per message) that the
+ * compress-or-not model decides for; returns ZMPI_Comm_set_config's code. */
+int mt_set_network(MPI_Comm comm, double bw, double lat);
 
 /* The algorithm that runs when `algo` (an id of ZMPI_Coll_algorithms) is
  * configured for coll on `size` ranks: the algorithm itself, except for the

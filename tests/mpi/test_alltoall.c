@@ -130,17 +130,10 @@ static void raw_case(mt_state *t, const char *what, zmpi_codec codec, double net
                      int small, int big, uint64_t seed)
 {
     int size = t->size, rank = t->rank;
-    ZMPI_Config cfg;
-    ZMPI_Config_from_env(&cfg, NULL);
-    cfg.codec = codec;
-    cfg.eb_mode = codec == ZMPI_CODEC_FZL ? ZMPI_EB_ABS : ZMPI_EB_NONE;
-    cfg.eb = codec == ZMPI_CODEC_FZL ? 1e-3 : 0.0;
-    cfg.min_bytes = min_bytes;
-    cfg.net_bw = net_bw;
-    cfg.net_lat = 1e-6;
-    for (int k = 0; k < ZMPI_COLL_COUNT; k++)
-        cfg.algorithm[k] = ZMPI_ALGO_DEFAULT;
-    MT_CHECK(t, ZMPI_Comm_set_config(MPI_COMM_WORLD, &cfg) == MPI_SUCCESS, "%s: settings", what);
+    int lossy = codec == ZMPI_CODEC_FZL;
+    mt_config(MPI_COMM_WORLD, codec, lossy ? ZMPI_EB_ABS : ZMPI_EB_NONE, lossy ? 1e-3 : 0.0, ZMPI_SCOPE_RESULT,
+              min_bytes);
+    MT_CHECK(t, mt_set_network(MPI_COMM_WORLD, net_bw, 1e-6) == MPI_SUCCESS, "%s: settings", what);
     int *sc = malloc((size_t)size * sizeof(int)), *rc = malloc((size_t)size * sizeof(int));
     int *sd = malloc((size_t)size * sizeof(int)), *rd = malloc((size_t)size * sizeof(int));
     size_t stot = 0, rtot = 0;
@@ -177,7 +170,7 @@ static void raw_case(mt_state *t, const char *what, zmpi_codec codec, double net
         size_t n = (size_t)rc[i];
         int raw = i == rank || n * sizeof(float) < min_bytes || (net_bw > 5e9 && codec == ZMPI_CODEC_FZL);
         const float *a = got + rd[i], *b = ref + rd[i];
-        if (raw || cfg.eb_mode == ZMPI_EB_NONE) {
+        if (raw || !lossy) {
             MT_CHECK(t, memcmp(a, b, n * sizeof(float)) == 0, "%s: block from %d (%zu floats) not exact", what, i, n);
         } else {
             double worst = 0;
