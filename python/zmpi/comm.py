@@ -101,6 +101,8 @@ lib = ffi.dlopen(find_library("libzmpi_mpi.so"), DLOPEN_FLAGS)
 
 COLLS = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce_scatter", "allreduce", "reduce")
 _FLOATS = {np.dtype(np.float32): MPI.FLOAT, np.dtype(np.float64): MPI.DOUBLE}
+
+
 def _h(obj):
     """The C handle of an mpi4py object, as cffi wants it."""
     v = MPI._handleof(obj)

@@ -279,7 +279,7 @@ typedef struct zmpi_call {
     size_t min_bytes;
     int tune;           /* this collective call is being measured (zmpi_call_end completes it) */
     int chan;           /* ctx's codec is an inter-step one: code through the channels (chan.c) */
-    int per_block;      /* a v-collective left to the model: its blocks decide one by one (zmpi_dm_block_raw) */
+    int per_block;      /* a v-collective left to the model: its blocks decide one by one (zmpi_block_plain) */
     int err;            /* the error of zmpi_call_begin* returning ZMPI_CALL_ERR */
 } zmpi_call;
 

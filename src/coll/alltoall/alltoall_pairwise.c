@@ -34,11 +34,11 @@
  * order on every rank, so the channels stay in step.
  *
  * Raw blocks (Alltoallv): a block below ZMPI_MIN_BYTES, or one the model
- * finds not worth compressing on the configured network
- * (zmpi_dm_block_raw: its count and the settings decide, so both ends agree
- * without a message), travels as its raw bytes straight from the sender's
- * buffer into its place in the receiver's - as plain MPI moves it, no
- * copy, no stream - its length checked on arrival. With MPI_IN_PLACE the
+ * finds not worth compressing on the configured network (zmpi_block_plain:
+ * its count and the settings decide, so both ends agree without a message;
+ * decided once per call, per peer and direction), travels as its raw bytes
+ * straight from the sender's buffer into its place in the receiver's - as
+ * plain MPI moves it, no copy, no stream - its length checked on arrival. With MPI_IN_PLACE the
  * outgoing raw blocks are copied aside first, as the compressed ones are.
  *
  * Edge cases: blocks of 0 elements send nothing; uneven blocks (Alltoallv);
@@ -66,7 +66,7 @@ typedef struct pw {
     size_t cur;          /* bytes of out used */
     int ncomp;           /* steps compressed so far */
     int in_place;
-    unsigned char *rawstep; /* per step: 1 if its outgoing block travels raw */
+    unsigned char *raw;  /* raw[j]: the block to rank j travels raw; raw[size + j]: the one from j */
     unsigned char *slot; /* win receive slots of maxr bytes */
     size_t maxr;
     int win;             /* steps in flight */
@@ -85,8 +85,7 @@ static int compress_upto(pw *p, int upto)
         size_t n = (size_t)p->sendcounts[dest];
         const char *src = p->sendbuf + (ptrdiff_t)p->sdispls[dest] * (ptrdiff_t)c->es;
         p->ooff[s] = p->cur;
-        p->rawstep[s] = (unsigned char)zmpi_dm_block_raw(c, n);
-        if (p->rawstep[s]) {
+        if (p->raw[dest]) {
             zmpi_dm_chan_drop(c, dest, ZMPI_CHAN_SEND);
             p->olen[s] = n * c->es;
             if (!p->in_place)
@@ -105,47 +104,44 @@ static int start(pw *p, int s)
 {
     zmpi_call *c = p->c;
     int dest = (c->rank + s) % c->size, src = (c->rank - s + c->size) % c->size;
-    size_t ns = (size_t)p->sendcounts[dest], nr = (size_t)p->recvcounts[src];
-    int rc;
-    if (p->rawstep[s]) { /* raw: capacity = its length, which both ends know */
-        const void *b = p->in_place ? (const void *)(p->out + p->ooff[s])
-                                    : (const void *)(p->sendbuf + (ptrdiff_t)p->sdispls[dest] * (ptrdiff_t)c->es);
-        rc = zmpi_dm_isend_var(c, b, p->olen[s], p->olen[s], dest, ZMPI_TAG_ALLTOALL, &p->lenbuf[dest], &p->sr);
-    } else
-        rc = zmpi_dm_isend_var(c, p->out + p->ooff[s], p->olen[s], zmpi_dm_cap(c, ns), dest, ZMPI_TAG_ALLTOALL,
-                               &p->lenbuf[dest], &p->sr);
+    size_t nr = (size_t)p->recvcounts[src];
+    /* a raw block: from the user's buffer unless copied aside (in place), its
+     * length as capacity (both ends know it); a raw receive lands in place */
+    int rs = p->raw[dest], rr = p->raw[c->size + src];
+    const void *b = rs && !p->in_place ? (const void *)(p->sendbuf + (ptrdiff_t)p->sdispls[dest] * (ptrdiff_t)c->es)
+                                       : (const void *)(p->out + p->ooff[s]);
+    int rc = zmpi_dm_isend_var(c, b, p->olen[s], rs ? p->olen[s] : zmpi_dm_cap(c, (size_t)p->sendcounts[dest]),
+                               dest, ZMPI_TAG_ALLTOALL, &p->lenbuf[dest], &p->sr);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (zmpi_dm_block_raw(c, nr)) /* straight into its place */
-        return zmpi_dm_vrecv_post(c, &p->in[s % p->win], p->recvbuf + (ptrdiff_t)p->rdispls[src] * (ptrdiff_t)c->es,
-                                  nr * c->es, src, ZMPI_TAG_ALLTOALL);
-    return zmpi_dm_vrecv_post(c, &p->in[s % p->win], p->slot + (size_t)(s % p->win) * p->maxr, zmpi_dm_cap(c, nr),
-                              src, ZMPI_TAG_ALLTOALL);
+    void *dst = rr ? (void *)(p->recvbuf + (ptrdiff_t)p->rdispls[src] * (ptrdiff_t)c->es)
+                   : (void *)(p->slot + (size_t)(s % p->win) * p->maxr);
+    return zmpi_dm_vrecv_post(c, &p->in[s % p->win], dst, rr ? nr * c->es : zmpi_dm_cap(c, nr), src,
+                              ZMPI_TAG_ALLTOALL);
 }
 
 /* The buffers (the outgoing streams' worst cases, the window's receive
  * slots) and steps 1 .. win-1 started; in place, every outgoing block is
  * compressed first, before anything lands. */
-static int pw_setup(pw *p, int in_place)
+static int pw_setup(pw *p)
 {
     zmpi_call *c = p->c;
     int rc = MPI_SUCCESS, size = c->size;
     size_t total = 0;
+    ZMPI_CHECK(zmpi_alloc(2 * (size_t)size, &p->raw));
     for (int j = 0; j < size; j++) { /* raw blocks need no slot, nor room in out unless in place */
+        size_t ns = (size_t)p->sendcounts[j], nr = (size_t)p->recvcounts[j];
+        p->raw[j] = (unsigned char)(ns > 0 && zmpi_block_plain(c, ns));
+        p->raw[size + j] = (unsigned char)(nr > 0 && zmpi_block_plain(c, nr));
         if (j == c->rank)
             continue;
-        size_t ns = (size_t)p->sendcounts[j], nr = (size_t)p->recvcounts[j];
-        if (!zmpi_dm_block_raw(c, ns))
-            total += zmpi_dm_cap(c, ns);
-        else if (in_place)
-            total += ns * c->es;
-        size_t rcap = zmpi_dm_block_raw(c, nr) ? 0 : zmpi_dm_cap(c, nr);
+        total += !p->raw[j] ? zmpi_dm_cap(c, ns) : p->in_place ? ns * c->es : 0;
+        size_t rcap = p->raw[size + j] ? 0 : zmpi_dm_cap(c, nr);
         p->maxr = rcap > p->maxr ? rcap : p->maxr;
     }
     p->win = 2;
     while (p->win < size - 1 && p->win < PW_MAX_WINDOW && (size_t)(p->win + 1) * p->maxr <= PW_WINDOW_BYTES)
         p->win++;
-    ZMPI_CHECK(zmpi_alloc((size_t)size, &p->rawstep));
     ZMPI_CHECK(zmpi_scratch_get(c, total, &p->out));
     ZMPI_CHECK(zmpi_scratch_get(c, (size_t)p->win * p->maxr, &p->slot));
     ZMPI_CHECK(zmpi_alloc((size_t)p->win * sizeof *p->in, &p->in));
@@ -153,7 +149,7 @@ static int pw_setup(pw *p, int in_place)
     ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *p->ooff, &p->ooff));
     ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *p->olen, &p->olen));
     ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *p->lenbuf, &p->lenbuf));
-    ZMPI_CHECK(compress_upto(p, in_place ? size - 1 : p->win - 1));
+    ZMPI_CHECK(compress_upto(p, p->in_place ? size - 1 : p->win - 1));
     for (int s = 1; s < p->win && s < size; s++)
         ZMPI_CHECK(start(p, s));
 fn_exit:
@@ -195,7 +191,7 @@ int zmpi_alltoallv_pairwise(zmpi_call *c, const void *sendbuf, const int *sendco
     }
     if (size < 2)
         goto fn_done;
-    ZMPI_CHECK(pw_setup(&p, in_place));
+    ZMPI_CHECK(pw_setup(&p));
     for (int s = 1; s < size; s++) {
         int src = (rank - s + size) % size, next = s + p.win - 1;
         if (next < size) { /* step s+win-1 goes out while step s arrives (into the slot of step s-1) */
@@ -206,7 +202,7 @@ int zmpi_alltoallv_pairwise(zmpi_call *c, const void *sendbuf, const int *sendco
         ZMPI_CHECK(zmpi_dm_vrecv_wait(c, in));
         size_t nr = (size_t)recvcounts[src];
         int e;
-        if (zmpi_dm_block_raw(c, nr)) { /* already in place; a sender that sent less mismatched the counts */
+        if (p.raw[size + src]) { /* already in place; a sender that sent less mismatched the counts */
             zmpi_dm_chan_drop(c, src, ZMPI_CHAN_RECV);
             e = in->len == nr * c->es ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
         } else {
@@ -221,7 +217,7 @@ fn_done:
 fn_exit:
     zmpi_dm_reqs_free(&p.sr);
     free(p.lenbuf);
-    free(p.rawstep);
+    free(p.raw);
     free(p.olen);
     free(p.ooff);
     free(p.in);

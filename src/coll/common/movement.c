@@ -220,7 +220,7 @@ int zmpi_dm_compress_to(zmpi_call *c, int peer, const void *src, size_t count, v
     zmpi_chan *ch = zmpi_chan_acquire(c->st, peer, ZMPI_CHAN_TAG_ALLTOALL, ZMPI_CHAN_SEND);
     ptrdiff_t n = -1;
     *len = 0;
-    if (ch && count > 0 && !zmpi_block_plain(c, count)) {
+    if (ch && count > 0 && count * c->es >= c->min_bytes) {
         const uint64_t t0 = zmpi_clock_ns();
         n = zmpi_chan_compress(c->st, ch, c->ctx, src, count, c->dt, dst, cap);
         atomic_fetch_add(&c->st->ns_compress, zmpi_clock_ns() - t0);
@@ -268,11 +268,6 @@ int zmpi_dm_decompress_from(zmpi_call *c, int peer, const void *src, size_t len,
     }
     zmpi_chan_release(ch);
     return rc;
-}
-
-int zmpi_dm_block_raw(const zmpi_call *c, size_t count)
-{
-    return count > 0 && zmpi_block_plain(c, count);
 }
 
 void zmpi_dm_chan_drop(zmpi_call *c, int peer, int dir)

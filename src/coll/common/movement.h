@@ -121,12 +121,6 @@ int zmpi_dm_decompress(zmpi_call *c, const void *src, size_t len, void *dst, siz
 int zmpi_dm_compress_to(zmpi_call *c, int peer, const void *src, size_t count, void *dst, size_t cap, size_t *len);
 int zmpi_dm_decompress_from(zmpi_call *c, int peer, const void *src, size_t len, void *dst, size_t count);
 
-/* 1 if a block of count elements of Alltoallv travels as raw data (its
- * count * es bytes, straight from the sender's buffer into the receiver's)
- * rather than as a stream: zmpi_block_plain, which both ends of the block
- * decide alike. 0 for count 0 (nothing travels). The other v-collectives
- * send such blocks as "stored" streams (zmpi_block_compress). */
-int zmpi_dm_block_raw(const zmpi_call *c, size_t count);
 /* A raw block travelled to / from peer in Alltoall(v): the inter-step
  * channel of that direction drops its history (nothing if c->chan is 0). */
 void zmpi_dm_chan_drop(zmpi_call *c, int peer, int dir);
