@@ -127,6 +127,7 @@ typedef struct bench {
     ref_id ref;
     int kind;
     int channel;
+    int shape;         /* fzr-shape: the field's shape as the codec's hint */
     zmpi_eb_mode mode; /* ZMPI_EB_NONE for unbounded codecs */
     double bound;      /* the REL or ABS value given */
     double eb;         /* absolute bound in use (0 if none) */
@@ -806,6 +807,10 @@ static int bench_setup(bench *b, const field *f, const options *o)
                 return -1;
             }
         }
+        if (b->shape && (rc = zmpi_ctx_set_dims(b->ctx, f->ndims, f->dims)) != ZMPI_OK) {
+            zerr(b->err, "zmpi_ctx_set_dims", rc);
+            return -1;
+        }
         long long t = zmpi_ctx_set_param(b->ctx, ZMPI_P_THREADS, b->threads);
         if (t < 0) {
             zerr(b->err, "zmpi_ctx_set_param(ZMPI_P_THREADS)", t);
@@ -1100,6 +1105,9 @@ static int zmpi_accepts(int codec, zmpi_dtype dtype)
     return ok;
 }
 
+/* The variant of fzr that gets the field's shape (zmpi_ctx_set_dims). */
+#define SHAPE_VARIANT "fzr-shape"
+
 static void print_list(const options *o)
 {
     for (int c = 0; c < (int)ZMPI_CODEC_COUNT_; c++) {
@@ -1114,6 +1122,8 @@ static void print_list(const options *o)
                f32 && f64 ? "f32,f64" : f32 ? "f32" : f64 ? "f64" : "-",
                zmpi_codec_needs_channel((zmpi_codec)c) ? "channel" : "-", desc ? desc : "");
     }
+    printf("%s\t%s\tf32,f64\t-\t%s\n", SHAPE_VARIANT, kind_name(ZMPI_KIND_BOUNDED),
+           "fzr given the field's shape as hint (2-D / 3-D Lorenzo)");
     for (size_t i = 0; i < NREFS; i++)
         printf("%s\t%s\tf32,f64\t-\t%s\n", REFS[i].name, kind_name(REFS[i].kind),
                REFS[i].description);
@@ -1127,6 +1137,7 @@ typedef struct codec_sel {
     ref_id ref;
     int kind;
     int channel;
+    int shape;
 } codec_sel;
 
 static int add_codec(codec_sel *sel, int *n, const char *name, char *err)
@@ -1142,7 +1153,12 @@ static int add_codec(codec_sel *sel, int *n, const char *name, char *err)
         return -1;
     }
     const ref_info *r = find_ref(name);
-    if (r) {
+    if (strcmp(name, SHAPE_VARIANT) == 0) {
+        s->zcodec = ZMPI_CODEC_FZR;
+        s->ref = REF_NONE;
+        s->kind = ZMPI_KIND_BOUNDED;
+        s->shape = 1;
+    } else if (r) {
         s->zcodec = -1;
         s->ref = r->id;
         s->kind = r->kind;
@@ -1255,6 +1271,7 @@ static int build_benches(const options *o, const field *f, bench **out, int *nou
                 b->ref = sel[i].ref;
                 b->kind = sel[i].kind;
                 b->channel = sel[i].channel;
+                b->shape = sel[i].shape;
                 b->threads = threads[t];
                 if (sel[i].kind == ZMPI_KIND_BOUNDED) {
                     b->mode = mode;

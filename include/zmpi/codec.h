@@ -93,7 +93,8 @@ typedef enum zmpi_codec {
     ZMPI_CODEC_DP2SP_INTER = 8,  /* dp2sp, then xorlzc-inter */
     ZMPI_CODEC_LINPRED_BYTE = 9, /* error-bounded, linear predictors, one symbol byte per value */
     ZMPI_CODEC_LINPRED_BIT = 10, /* error-bounded, linear predictors, bit-wise, mantissa cut */
-    ZMPI_CODEC_COUNT_ = 11
+    ZMPI_CODEC_FZR = 11,         /* error-bounded, ratio stage: fzl's quantiser, predictor per block, zstd-coded residuals */
+    ZMPI_CODEC_COUNT_ = 12
 } zmpi_codec;
 
 /* Codec name ("fzl", "xorlzc-inter", ...) or NULL if unknown. */
@@ -124,7 +125,9 @@ typedef enum zmpi_param {
     ZMPI_P_BLOCK = 2,        /* fzl block length: 8, 16 (default), 32 or 64 */
     ZMPI_P_LEVEL = 3,        /* zstd level, default 1 */
     ZMPI_P_TRUNC_BITS = 4,   /* bits dropped by trunc: 1..52 for double (default 32), 1..23 for float (default 16) */
-    ZMPI_P_CHECKSUM = 5      /* 1 (default): XXH3 checksum per segment; 0: none */
+    ZMPI_P_CHECKSUM = 5,     /* 1 (default): XXH3 checksum per segment; 0: none */
+    ZMPI_P_ROW = 6,          /* shape hint for fzr: elements per row (fastest dimension); 0 (default) = none */
+    ZMPI_P_PLANE = 7         /* shape hint for fzr: elements per plane (rows x row length); 0 (default) = none */
 } zmpi_param;
 
 typedef struct zmpi_ctx zmpi_ctx;
@@ -145,6 +148,12 @@ ZMPI_API int zmpi_ctx_set_bound(zmpi_ctx *ctx, zmpi_eb_mode mode, double value);
  * ZMPI_ERR_ARG if the parameter or value is invalid (the context is then
  * unchanged). */
 ZMPI_API long long zmpi_ctx_set_param(zmpi_ctx *ctx, zmpi_param param, long long value);
+/* Shape hint for fzr (the other codecs ignore it): the array is C-ordered
+ * with dims[0] slowest. Sets ZMPI_P_ROW to dims[ndims-1] and ZMPI_P_PLANE to
+ * dims[ndims-1] * dims[ndims-2] (0 for fewer than 3 dimensions); ndims 0 or 1
+ * clears both. Returns ZMPI_OK or ZMPI_ERR_ARG (ndims > 8, a dimension 0, or
+ * a row or plane beyond 2^32 - 1; the context is then unchanged). */
+ZMPI_API int zmpi_ctx_set_dims(zmpi_ctx *ctx, int ndims, const size_t *dims);
 /* Reads an integer parameter, or ZMPI_ERR_ARG. */
 ZMPI_API long long zmpi_ctx_get_param(const zmpi_ctx *ctx, zmpi_param param);
 ZMPI_API zmpi_codec zmpi_ctx_get_codec(const zmpi_ctx *ctx);

@@ -52,6 +52,7 @@ void zmpi_ctx_free(zmpi_ctx *ctx);
 int zmpi_ctx_set_codec(zmpi_ctx *ctx, zmpi_codec codec);
 int zmpi_ctx_set_bound(zmpi_ctx *ctx, zmpi_eb_mode mode, double value);
 long long zmpi_ctx_set_param(zmpi_ctx *ctx, zmpi_param param, long long value);
+int zmpi_ctx_set_dims(zmpi_ctx *ctx, int ndims, const size_t *dims);
 size_t zmpi_max_compressed_size(const zmpi_ctx *ctx, size_t count, zmpi_dtype dtype);
 ptrdiff_t zmpi_compress(zmpi_ctx *ctx, const void *src, size_t count, zmpi_dtype dtype, void *dst, size_t dst_cap);
 ptrdiff_t zmpi_decompress(zmpi_ctx *ctx, const void *src, size_t src_size, void *dst, size_t dst_cap);
@@ -60,7 +61,7 @@ int zmpi_quality_compare(const void *orig, const void *recon, size_t count, zmpi
 const char *zmpi_version(void);
 """
 
-CODEC_COUNT = 11  # ZMPI_CODEC_COUNT_
+CODEC_COUNT = 12  # ZMPI_CODEC_COUNT_
 ERR_CORRUPT, ERR_VERSION = -7, -8  # ZMPI_ERR_CORRUPT, ZMPI_ERR_VERSION
 P_THREADS, P_SEGMENT, P_BLOCK, P_LEVEL, P_TRUNC_BITS, P_CHECKSUM = range(6)
 

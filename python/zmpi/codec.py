@@ -101,10 +101,15 @@ def compress(arr, codec="fzl", abs=None, rel=None, threads=1):
     abs / rel: the error bound of an error-bounded codec: every element of
     the decompressed array is within abs of the original, or within
     rel * (max - min) of the array's finite values. NaN and Inf come back
-    bit-exactly. threads: OpenMP threads (0: all cores).
+    bit-exactly. threads: OpenMP threads (0: all cores). The array's shape
+    is the shape hint of "fzr" (2-D / 3-D prediction); a 1-D array of a
+    field that has rows can be given its shape with a reshape.
     """
     a = _as_array(arr)
     ctx = _Ctx(codec, abs, rel, threads)
+    if a.ndim >= 2 and 0 not in a.shape and max(a.shape[-1], a.shape[-1] * a.shape[-2]) < 2**32:
+        raise_for(lib.zmpi_ctx_set_dims(ctx.ptr, min(a.ndim, 8), ffi.new("size_t[]", list(a.shape[-8:]))),
+                  "shape hint")
     dt = _DTYPES[a.dtype]
     cap = lib.zmpi_max_compressed_size(ctx.ptr, a.size, dt)
     head = MAGIC + struct.pack("<BBH", VERSION, a.ndim, 0) + struct.pack(f"<{a.ndim}Q", *a.shape)

@@ -16,6 +16,7 @@ static const zc_codec_ops *const registry[ZMPI_CODEC_COUNT_] = {
     [ZMPI_CODEC_DP2SP_INTER] = &zc_dp2sp_inter_ops,
     [ZMPI_CODEC_LINPRED_BYTE] = &zc_linpred_byte_ops,
     [ZMPI_CODEC_LINPRED_BIT] = &zc_linpred_bit_ops,
+    [ZMPI_CODEC_FZR] = &zc_fzr_ops,
 };
 
 const zc_codec_ops *zc_codec_get(zmpi_codec id)

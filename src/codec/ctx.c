@@ -17,8 +17,11 @@ zmpi_ctx *zmpi_ctx_create(void)
     c->segment = ZMPI_DEFAULT_SEGMENT;
     c->block = 16;
     c->level = 1;
+    c->level_set = 0;
     c->trunc_bits = 0;
     c->checksum = 1;
+    c->row = 0;
+    c->plane = 0;
     return c;
 }
 
@@ -79,6 +82,7 @@ long long zmpi_ctx_set_param(zmpi_ctx *ctx, zmpi_param param, long long v)
         if (zc_zstd_ops.param_check(ZMPI_BYTE, v) < 0)
             return ZMPI_ERR_ARG;
         ctx->level = (int)zc_zstd_ops.param_check(ZMPI_BYTE, v);
+        ctx->level_set = v != 0;
         return ctx->level;
     case ZMPI_P_TRUNC_BITS:
         if (v < 0 || v > 52)
@@ -89,6 +93,12 @@ long long zmpi_ctx_set_param(zmpi_ctx *ctx, zmpi_param param, long long v)
         if (v != 0 && v != 1)
             return ZMPI_ERR_ARG;
         ctx->checksum = (int)v;
+        return v;
+    case ZMPI_P_ROW:
+    case ZMPI_P_PLANE:
+        if (v < 0 || v > UINT32_MAX)
+            return ZMPI_ERR_ARG;
+        *(param == ZMPI_P_ROW ? &ctx->row : &ctx->plane) = (uint32_t)v;
         return v;
     }
     return ZMPI_ERR_ARG;
@@ -105,8 +115,30 @@ long long zmpi_ctx_get_param(const zmpi_ctx *ctx, zmpi_param param)
     case ZMPI_P_LEVEL: return ctx->level;
     case ZMPI_P_TRUNC_BITS: return ctx->trunc_bits;
     case ZMPI_P_CHECKSUM: return ctx->checksum;
+    case ZMPI_P_ROW: return ctx->row;
+    case ZMPI_P_PLANE: return ctx->plane;
     }
     return ZMPI_ERR_ARG;
+}
+
+int zmpi_ctx_set_dims(zmpi_ctx *ctx, int ndims, const size_t *dims)
+{
+    if (!ctx || ndims < 0 || ndims > 8 || (ndims > 0 && !dims))
+        return ZMPI_ERR_ARG;
+    for (int i = 0; i < ndims; i++)
+        if (dims[i] == 0)
+            return ZMPI_ERR_ARG;
+    uint64_t row = ndims >= 2 ? dims[ndims - 1] : 0, plane = 0;
+    if (ndims >= 3) {
+        if (dims[ndims - 2] > UINT32_MAX || row * dims[ndims - 2] > UINT32_MAX)
+            return ZMPI_ERR_ARG;
+        plane = row * dims[ndims - 2];
+    }
+    if (row > UINT32_MAX)
+        return ZMPI_ERR_ARG;
+    ctx->row = (uint32_t)row;
+    ctx->plane = (uint32_t)plane;
+    return ZMPI_OK;
 }
 
 zmpi_codec zmpi_ctx_get_codec(const zmpi_ctx *ctx)

@@ -12,8 +12,10 @@ struct zmpi_ctx {
     uint32_t segment;     /* elements per segment, multiple of 64 */
     uint32_t block;       /* fzl block */
     int level;            /* zstd level */
+    int level_set;        /* ZMPI_P_LEVEL given: fzr codes its residual bytes with zstd at that level */
     int trunc_bits;       /* 0 = the dtype's default */
     int checksum;         /* 0/1 */
+    uint32_t row, plane;  /* fzr shape hints, 0 = none */
 };
 
 #define ZMPI_DEFAULT_SEGMENT 65536u

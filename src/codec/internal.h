@@ -33,6 +33,7 @@ typedef struct zc_seg {
     uint32_t param;    /* codec parameter as stored in the stream header */
     const void *hist;  /* inter-step codecs: previous message's elements for this
                           segment in the codec's working type; NULL = zeros */
+    uint32_t dim_r, dim_p; /* shape hints (fzr's encoder): row and plane length, 0 = none */
 } zc_seg;
 
 /* encode: compress s->n elements at src into dst (at most cap bytes).
@@ -69,7 +70,7 @@ const zc_codec_ops *zc_codec_get(zmpi_codec id);
 /* Codec tables, one per codec file. */
 extern const zc_codec_ops zc_stored_ops, zc_zstd_ops, zc_fzl_ops, zc_xorlzc_ops,
     zc_xorlzc_inter_ops, zc_trunc_ops, zc_dp2sp_ops, zc_trunc_inter_ops, zc_dp2sp_inter_ops,
-    zc_linpred_byte_ops, zc_linpred_bit_ops;
+    zc_linpred_byte_ops, zc_linpred_bit_ops, zc_fzr_ops;
 
 /* ---- zstd helpers shared by the zstd codec and the framework's SEG_ZSTD ---- */
 ptrdiff_t zc_zstd_compress(const void *src, size_t size, uint8_t *dst, size_t cap, int level);

@@ -70,6 +70,7 @@ static long long requested_param(const zmpi_ctx *ctx, zmpi_codec codec)
 {
     switch (codec) {
     case ZMPI_CODEC_ZSTD: return ctx->level;
+    case ZMPI_CODEC_FZR: return ctx->level_set ? ctx->level : 0;
     case ZMPI_CODEC_FZL: return ctx->block;
     case ZMPI_CODEC_TRUNC:
     case ZMPI_CODEC_TRUNC_INTER: return ctx->trunc_bits;
@@ -414,7 +415,8 @@ static ptrdiff_t compress_impl(zmpi_ctx *ctx, zmpi_channel *ch, const void *src,
 
     enc_run e = {.job = {.ops = ops, .checksum = ctx->checksum,
                          .lossless_eb0 = (ops->kind == ZMPI_KIND_BOUNDED && eb == 0.0),
-                         .seg = {.dtype = dtype, .eb = eb, .param = param}},
+                         .seg = {.dtype = dtype, .eb = eb, .param = param,
+                                 .dim_r = ctx->row, .dim_p = ctx->plane}},
                  .src = src, .dst = dst, .dst_cap = dst_cap, .count = count, .seg = seg, .es = es,
                  .hist = plan.hist, .hes = plan.hes};
     put_header(dst, &e, nseg, plan.flags, plan.seq);

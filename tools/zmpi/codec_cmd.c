@@ -34,6 +34,7 @@ static void codec_usage(FILE *f)
             "device, FIFO, socket, /dev/stdout or /dev/fd/N is written in place, never\n"
             "replaced. Binary data (compressed or decompressed) never goes to a terminal.\n"
             "TUNING: --segment N (elements per segment, default 65536), --block 8|16|32|64 (fzl),\n"
+            "        --dims NXxNY[xNZ] (shape hint, slowest first: 2-D/3-D prediction in fzr),\n"
             "        --level L (zstd), --trunc-bits N (trunc), --no-checksum\n"
             "A bound (--rel or --abs) is required by the error-bounded codecs and ignored\n"
             "by the lossless and fixed-precision ones. Raw files are little-endian arrays.\n"
@@ -452,6 +453,8 @@ typedef struct opts {
     double eb;
     long threads, repeat, segment, block, level, trunc_bits;
     int json, no_checksum;
+    int ndims;
+    size_t dims[8];
     const char *pos[2];
     int npos;
 } opts;
@@ -482,6 +485,29 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
     return 0;
 }
 
+/* "NXxNY[xNZ...]", slowest dimension first, as in the data files' names. */
+static int parse_dims(const char *opt, const char *s, opts *o)
+{
+    const char *p = s;
+    o->ndims = 0;
+    while (*p) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (end == p || errno || v == 0 || o->ndims == 8 || *p == '-' || (*end && *end != 'x')) {
+            fprintf(stderr, "zmpi: %s expects up to 8 positive sizes like 1201x2401, got '%s'\n", opt, s);
+            return -1;
+        }
+        o->dims[o->ndims++] = (size_t)v;
+        p = *end ? end + 1 : end;
+        if (*end && !*p) {
+            fprintf(stderr, "zmpi: %s expects up to 8 positive sizes like 1201x2401, got '%s'\n", opt, s);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int parse_opts(int argc, char **argv, int maxpos, opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -493,7 +519,7 @@ static int parse_opts(int argc, char **argv, int maxpos, opts *o)
         int takes = !strcmp(a, "--dtype") || !strcmp(a, "--codec") || !strcmp(a, "--rel") ||
                     !strcmp(a, "--abs") || !strcmp(a, "--threads") || !strcmp(a, "--repeat") ||
                     !strcmp(a, "--segment") || !strcmp(a, "--block") || !strcmp(a, "--level") ||
-                    !strcmp(a, "--trunc-bits");
+                    !strcmp(a, "--trunc-bits") || !strcmp(a, "--dims");
         if (takes && !v) {
             fprintf(stderr, "zmpi: %s needs a value\n", a);
             return -1;
@@ -526,6 +552,8 @@ static int parse_opts(int argc, char **argv, int maxpos, opts *o)
             rc = parse_long(a, v, 1, 22, &o->level);
         else if (!strcmp(a, "--trunc-bits"))
             rc = parse_long(a, v, 1, 52, &o->trunc_bits);
+        else if (!strcmp(a, "--dims"))
+            rc = parse_dims(a, v, o);
         else if (!strcmp(a, "--json")) {
             o->json = 1;
             continue;
@@ -620,6 +648,8 @@ static zmpi_ctx *make_ctx(const opts *o, zmpi_dtype dt, zmpi_codec *codec_out)
     }
     if (!bad && o->no_checksum)
         zmpi_ctx_set_param(ctx, ZMPI_P_CHECKSUM, 0);
+    if (!bad && o->ndims && zmpi_ctx_set_dims(ctx, o->ndims, o->dims) != ZMPI_OK)
+        bad = "bad --dims (a row or plane beyond 2^32 - 1 elements)";
     if (bad) {
         fprintf(stderr, "zmpi: %s\n", bad);
         zmpi_ctx_free(ctx);
