@@ -110,20 +110,6 @@ static inline uint32_t predict(const uint32_t *q, size_t j, unsigned k, size_t R
     return j ? q[j - 1] : 0u;
 }
 
-/* Residual of q[j] under predictor k in blocks whose every element has all
- * the predictor's neighbours (the fast path). */
-static inline uint32_t resid_full(const uint32_t *q, size_t j, unsigned k, size_t R, size_t P)
-{
-    switch (k) {
-    case 0: return q[j] - q[j - 1];
-    case 1: return q[j] - 2u * q[j - 1] + q[j - 2];
-    case 2: return q[j] - q[j - 1] - q[j - R] + q[j - R - 1];
-    default:
-        return q[j] - q[j - 1] - q[j - R] - q[j - P] + q[j - R - 1] + q[j - P - 1] + q[j - P - R] -
-               q[j - P - R - 1];
-    }
-}
-
 /* The smallest index from which predictor k needs no fall-back. */
 static size_t full_from(unsigned k, size_t R, size_t P)
 {
@@ -150,26 +136,29 @@ static uint32_t block_z(const uint32_t *restrict q, size_t b, size_t e, unsigned
             z[j - b] = zz(q[j] - predict(q, j, k, R, P));
             c += clamp_cost(z[j - b]);
         }
-    } else if (k == 0) {
+    } else if (k == 0) { /* x1 = x - 1 etc.: every neighbour of the block lies in q */
+        const uint32_t *x1 = x - 1;
         for (size_t i = 0; i < FZR_B; i++) {
-            z[i] = zz(x[i] - x[i - 1]);
+            z[i] = zz(x[i] - x1[i]);
             c += clamp_cost(z[i]);
         }
     } else if (k == 1) {
+        const uint32_t *x1 = x - 1, *x2 = x - 2;
         for (size_t i = 0; i < FZR_B; i++) {
-            z[i] = zz(x[i] - 2u * x[i - 1] + x[i - 2]);
+            z[i] = zz(x[i] - 2u * x1[i] + x2[i]);
             c += clamp_cost(z[i]);
         }
     } else if (k == 2) {
-        const uint32_t *u = x - R;
+        const uint32_t *x1 = x - 1, *u = x - R, *u1 = x - R - 1;
         for (size_t i = 0; i < FZR_B; i++) {
-            z[i] = zz(x[i] - x[i - 1] - u[i] + u[i - 1]);
+            z[i] = zz(x[i] - x1[i] - u[i] + u1[i]);
             c += clamp_cost(z[i]);
         }
     } else {
-        const uint32_t *u = x - R, *v = x - P, *w = x - P - R;
+        const uint32_t *x1 = x - 1, *u = x - R, *u1 = x - R - 1, *v = x - P, *v1 = x - P - 1;
+        const uint32_t *w = x - P - R, *w1 = x - P - R - 1;
         for (size_t i = 0; i < FZR_B; i++) {
-            z[i] = zz(x[i] - x[i - 1] - u[i] + u[i - 1] - v[i] + v[i - 1] + w[i] - w[i - 1]);
+            z[i] = zz(x[i] - x1[i] - u[i] + u1[i] - v[i] + v1[i] + w[i] - w1[i]);
             c += clamp_cost(z[i]);
         }
     }

@@ -20,7 +20,9 @@
 #endif
 
 static const char *const names[] = {"stored", "zstd", "fzl", "xorlzc", "xorlzc_inter", "trunc",
-                                    "dp2sp", "trunc_inter", "dp2sp_inter", "linpred_byte", "linpred_bit"};
+                                    "dp2sp", "trunc_inter", "dp2sp_inter", "linpred_byte", "linpred_bit",
+                                    "fzr"};
+_Static_assert(sizeof names / sizeof *names == ZMPI_CODEC_COUNT_, "a fuzz name per codec");
 
 static int write_file(const char *dir, const char *name, int k, const void *a, size_t na,
                       const void *b, size_t nb)
@@ -131,6 +133,8 @@ int main(int argc, char **argv)
                 zmpi_ctx_set_codec(ctx, (zmpi_codec)c);
                 zmpi_ctx_set_bound(ctx, ZMPI_EB_ABS, 1e-3);
                 zmpi_ctx_set_param(ctx, ZMPI_P_SEGMENT, 320);
+                if (pat == 0) /* fzr's 2-D prediction (15 rows of 20) */
+                    zmpi_ctx_set_dims(ctx, 2, (const size_t[]){15, 20});
                 zmpi_channel *ch = zmpi_channel_create(0);
                 ptrdiff_t len = zmpi_compress_channel(ctx, ch, x, N, dt, buf, sizeof buf);
                 zmpi_channel_free(ch);
