@@ -42,6 +42,7 @@
 
 #define FZR_B 64u
 #define FZR_HEAD 24u
+#define FZR_CHUNK (64u * FZR_B) /* values the encoder works on at once */
 
 static inline uint32_t zz(uint32_t r)
 {
@@ -71,10 +72,13 @@ static size_t quantise(const fzl_q *p, zmpi_dtype dtype, const void *x, size_t n
         for (size_t j = 0; j < n; j++) {
             float t = v[j] * invf;
             float m = t < 0.0f ? -big : big;
-            float r = (t + m) - m;
-            float rc = fabsf(r) < lim ? r : 0.0f;
+            float r = (t + m) - m, rc;
+            uint32_t inr = fabsf(r) < lim, rb;
+            memcpy(&rb, &r, 4);
+            rb &= 0u - inr; /* out of range (NaN, Inf, |r| >= 2^30): 0 */
+            memcpy(&rc, &rb, 4);
             int32_t qi = (int32_t)rc;
-            uint32_t good = (uint32_t)(fabsf(r) < lim) & (uint32_t)(fabsf(v[j] - (float)qi * twof) < ebf);
+            uint32_t good = inr & (uint32_t)(fabsf(v[j] - (float)qi * twof) < ebf);
             q[j] = (uint32_t)qi;
             ok[j] = (uint8_t)good;
             bad += good ^ 1u;
@@ -85,10 +89,13 @@ static size_t quantise(const fzl_q *p, zmpi_dtype dtype, const void *x, size_t n
         for (size_t j = 0; j < n; j++) {
             double t = v[j] * inv;
             double m = t < 0.0 ? -big : big;
-            double r = (t + m) - m;
-            double rc = fabs(r) < lim ? r : 0.0;
+            double r = (t + m) - m, rc;
+            uint64_t inr = fabs(r) < lim, rb;
+            memcpy(&rb, &r, 8);
+            rb &= 0u - inr;
+            memcpy(&rc, &rb, 8);
             int32_t qi = (int32_t)rc;
-            uint32_t good = (uint32_t)(fabs(r) < lim) & (uint32_t)(fabs(v[j] - (double)qi * two) < eb);
+            uint32_t good = (uint32_t)inr & (uint32_t)(fabs(v[j] - (double)qi * two) < eb);
             q[j] = (uint32_t)qi;
             ok[j] = (uint8_t)good;
             bad += good ^ 1u;
@@ -206,6 +213,37 @@ static void block_symbols(const uint32_t *restrict z, size_t m, uint8_t *restric
                 esc[(*nesc)++] = z[i];
 }
 
+/* The encoder's work on values [c0, c1) (a chunk kept in the L1 cache):
+ * 1. codes, an outlier taking the previous code; 2. per block the cheapest
+ * predictor, symbols and escapes. (An AVX2 clone of this function measured
+ * no faster on the development machine: the portable SSE2 loops stay.) */
+static void code_chunk(const fzl_q *qp, zmpi_dtype dtype, const void *src, size_t c0, size_t c1, size_t n,
+                       unsigned kmax, size_t R, size_t P, fzr_scratch *w, size_t *nout, size_t *nesc)
+{
+    size_t es = zmpi_dtype_size(dtype);
+    if (quantise(qp, dtype, (const uint8_t *)src + c0 * es, c1 - c0, w->q + c0, w->ok + c0))
+        for (size_t j = c0; j < c1; j++)
+            if (!w->ok[j]) {
+                w->opos[(*nout)++] = (uint32_t)j;
+                w->q[j] = j ? w->q[j - 1] : 0u;
+            }
+    for (size_t b = c0; b < c1; b += FZR_B) {
+        size_t e = b + FZR_B < n ? b + FZR_B : n;
+        uint32_t z[2][FZR_B], *bz = z[0];
+        uint32_t bc = block_z(w->q, b, e, 0, R, P, z[0]);
+        unsigned best = 0;
+        /* at about a bit a value already, the other predictors cannot gain much */
+        for (unsigned k = 1; k <= kmax && bc > FZR_B; k++) {
+            uint32_t *t = bz == z[0] ? z[1] : z[0];
+            uint32_t c = block_z(w->q, b, e, k, R, P, t);
+            if (c < bc)
+                bc = c, best = k, bz = t;
+        }
+        w->side[b / FZR_B] = (uint8_t)best;
+        block_symbols(bz, e - b, w->sym + b, w->esc, nesc);
+    }
+}
+
 static ptrdiff_t code_symbols(const zc_seg *s, const uint8_t *sym, size_t n, uint8_t *dst, size_t cap)
 {
     if (s->param == 0)
@@ -232,34 +270,11 @@ static ptrdiff_t fzr_encode(const zc_seg *s, const void *src, uint8_t *dst, size
     if (rc)
         return rc;
 
-    /* chunk by chunk (kept in the L1 cache): 1. codes, an outlier taking the
-     * previous code; 2. per block the cheapest predictor, symbols, escapes */
     unsigned kmax = P ? 3u : R ? 2u : 1u;
     size_t nblk = (n + FZR_B - 1) / FZR_B, nesc = 0, nout = 0;
-    const size_t chunk = 64 * FZR_B;
-    for (size_t c0 = 0; c0 < n; c0 += chunk) {
-        size_t c1 = n - c0 < chunk ? n : c0 + chunk;
-        if (quantise(&qp, s->dtype, (const uint8_t *)src + c0 * es, c1 - c0, w.q + c0, w.ok + c0))
-            for (size_t j = c0; j < c1; j++)
-                if (!w.ok[j]) {
-                    w.opos[nout++] = (uint32_t)j;
-                    w.q[j] = j ? w.q[j - 1] : 0u;
-                }
-        for (size_t b = c0; b < c1; b += FZR_B) {
-            size_t e = b + FZR_B < n ? b + FZR_B : n;
-            uint32_t z[2][FZR_B], *bz = z[0];
-            uint32_t bc = block_z(w.q, b, e, 0, R, P, z[0]);
-            unsigned best = 0;
-            for (unsigned k = 1; k <= kmax && bc; k++) {
-                uint32_t *t = bz == z[0] ? z[1] : z[0];
-                uint32_t c = block_z(w.q, b, e, k, R, P, t);
-                if (c < bc)
-                    bc = c, best = k, bz = t;
-            }
-            w.side[b / FZR_B] = (uint8_t)best;
-            block_symbols(bz, e - b, w.sym + b, w.esc, &nesc);
-        }
-    }
+    for (size_t c0 = 0; c0 < n; c0 += FZR_CHUNK)
+        code_chunk(&qp, s->dtype, src, c0, n - c0 < FZR_CHUNK ? n : c0 + FZR_CHUNK, n, kmax, R, P, &w,
+                   &nout, &nesc);
     uint8_t *planes = w.side + nblk;
     for (size_t i = 0; i < nesc; i++)
         for (unsigned k = 0; k < 4; k++)
@@ -350,36 +365,40 @@ static int fzr_decode(const zc_seg *s, const uint8_t *src, size_t size, void *ds
     int drc = s->param == 0 ? zc_huff_decode(p, slen, w.sym, n) : zc_zstd_decompress(p, slen, w.sym, n);
     if (drc != ZMPI_OK || zc_zstd_decompress(p + slen, xlen, w.side, nblk + 4 * nesc) != ZMPI_OK)
         goto out;
+    /* escape positions first (esc[] is free while decoding), then block by
+     * block: residuals, escapes, prediction, values, all in the L1 cache */
     const uint8_t *planes = w.side + nblk;
-    uint32_t *q = w.q;
+    uint32_t *q = w.q, *epos = w.esc;
     size_t e = 0;
-    for (size_t j = 0; j < n; j++)
-        q[j] = unzz(w.sym[j]);
     for (const uint8_t *f = w.sym; (f = memchr(f, 255, n - (size_t)(f - w.sym))) != NULL; f++) {
         if (e == nesc)
             goto out;
-        q[f - w.sym] = unzz((uint32_t)planes[e] | (uint32_t)planes[nesc + e] << 8 |
-                            (uint32_t)planes[2 * nesc + e] << 16 | (uint32_t)planes[3 * nesc + e] << 24);
-        e++;
+        epos[e++] = (uint32_t)(f - w.sym);
     }
     if (e != nesc)
         goto out;
+    fzl_q qp;
+    zc_fzl_qparams(s->eb, &qp);
+    e = 0;
     for (size_t bi = 0; bi < nblk; bi++) {
         size_t b = bi * FZR_B, end = b + FZR_B < n ? b + FZR_B : n;
         if (w.side[bi] > kmax)
             goto out;
+        for (size_t j = b; j < end; j++)
+            q[j] = unzz(w.sym[j]);
+        for (; e < nesc && epos[e] < end; e++)
+            q[epos[e]] = unzz((uint32_t)planes[e] | (uint32_t)planes[nesc + e] << 8 |
+                              (uint32_t)planes[2 * nesc + e] << 16 | (uint32_t)planes[3 * nesc + e] << 24);
         reconstruct(q, b, end, w.side[bi], R, P);
-    }
-    fzl_q qp;
-    zc_fzl_qparams(s->eb, &qp);
-    if (s->dtype == ZMPI_FLOAT) {
-        float *y = dst;
-        for (size_t j = 0; j < n; j++)
-            y[j] = (float)(int32_t)q[j] * qp.twof;
-    } else {
-        double *y = dst;
-        for (size_t j = 0; j < n; j++)
-            y[j] = (double)(int32_t)q[j] * qp.two;
+        if (s->dtype == ZMPI_FLOAT) {
+            float *y = dst;
+            for (size_t j = b; j < end; j++)
+                y[j] = (float)(int32_t)q[j] * qp.twof;
+        } else {
+            double *y = dst;
+            for (size_t j = b; j < end; j++)
+                y[j] = (double)(int32_t)q[j] * qp.two;
+        }
     }
     const uint8_t *o = p + slen + xlen;
     uint64_t last = 0;
