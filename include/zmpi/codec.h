@@ -97,6 +97,14 @@ typedef enum zmpi_codec {
     ZMPI_CODEC_COUNT_ = 12
 } zmpi_codec;
 
+/* Not a codec but a choice, for the MPI layer's ZMPI_Config.codec
+ * (ZMPI_CODEC=auto, its default): each call is coded by fzl, or, with the
+ * network configured, by fzr where the model finds that its higher ratio
+ * pays for its slower coding; the stream names the codec used. Here
+ * zmpi_codec_name gives "auto" and zmpi_codec_kind ZMPI_KIND_BOUNDED (it
+ * needs a bound); contexts refuse it (ZMPI_ERR_CODEC). */
+#define ZMPI_CODEC_AUTO ((zmpi_codec)64)
+
 /* Codec name ("fzl", "xorlzc-inter", ...) or NULL if unknown. */
 ZMPI_API const char *zmpi_codec_name(zmpi_codec codec);
 /* Codec id for a name, or ZMPI_ERR_CODEC. */

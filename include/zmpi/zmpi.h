@@ -88,7 +88,7 @@ typedef enum ZMPI_Coll {
 #define ZMPI_ALGO_MPI (-1)  /* always the plain MPI call */
 
 typedef struct ZMPI_Config {
-    zmpi_codec codec;
+    zmpi_codec codec;      /* a codec of codec.h, or ZMPI_CODEC_AUTO */
     zmpi_eb_mode eb_mode;  /* ZMPI_EB_NONE: no bound (bounded codecs off) */
     double eb;
     ZMPI_Scope scope;

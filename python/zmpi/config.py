@@ -25,6 +25,7 @@ int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad);
 
 
 lib = ffi.dlopen(find_library("libzmpi_mpi.so"), DLOPEN_FLAGS)
+CODEC_AUTO = 64  # ZMPI_CODEC_AUTO: fzl, or fzr where the model finds it pays (needs net_bw)
 _EB_MODES = ("none", "abs", "rel")
 _SCOPES = ("result", "message")
 
@@ -33,7 +34,7 @@ _SCOPES = ("result", "message")
 class Config:
     """The settings of a communicator (C: ZMPI_Config; docs/configuration.md for each).
 
-    codec: a codec name; eb_mode: "none" (lossless codecs only), "abs" or "rel"; eb: the bound;
+    codec: "auto" or a codec name; eb_mode: "none" (lossless codecs only), "abs" or "rel"; eb: the bound;
     scope: "result" (the bound holds on a collective's result) or "message"; threads: OpenMP
     threads per compression; min_bytes: smaller calls go plain; chunk: elements per pipelined
     chunk; net_bw (bytes/s, 0 = unknown: compress whenever possible), net_lat (s), comp_speed,
@@ -79,7 +80,7 @@ class Config:
         """Fills the C struct c: the environment's settings, then every field that is not None."""
         lib.ZMPI_Config_from_env(c, ffi.NULL)
         if self.codec is not None:
-            codec = _codec.zmpi_codec_from_name(str(self.codec).encode())
+            codec = CODEC_AUTO if self.codec == "auto" else _codec.zmpi_codec_from_name(str(self.codec).encode())
             if codec < 0:
                 raise ValueError(f"unknown codec {self.codec!r}")
             c.codec = codec

@@ -28,12 +28,16 @@ const zc_codec_ops *zc_codec_get(zmpi_codec id)
 
 const char *zmpi_codec_name(zmpi_codec codec)
 {
+    if (codec == ZMPI_CODEC_AUTO)
+        return "auto";
     const zc_codec_ops *ops = zc_codec_get(codec);
     return ops ? ops->name : NULL;
 }
 
 const char *zmpi_codec_description(zmpi_codec codec)
 {
+    if (codec == ZMPI_CODEC_AUTO)
+        return "fzl or fzr, whichever the MPI layer's model finds faster for the call";
     const zc_codec_ops *ops = zc_codec_get(codec);
     return ops ? ops->description : NULL;
 }
@@ -50,6 +54,8 @@ int zmpi_codec_from_name(const char *name)
 
 int zmpi_codec_kind(zmpi_codec codec)
 {
+    if (codec == ZMPI_CODEC_AUTO)
+        return ZMPI_KIND_BOUNDED;
     const zc_codec_ops *ops = zc_codec_get(codec);
     return ops ? ops->kind : ZMPI_ERR_CODEC;
 }

@@ -52,6 +52,12 @@ static int op_ok(MPI_Op op)
     return op == MPI_OP_NULL || op == MPI_SUM || op == MPI_MIN || op == MPI_MAX;
 }
 
+/* The codec a configuration names (auto: fzl, until the model picks per call). */
+static zmpi_codec named_codec(const ZMPI_Config *cfg)
+{
+    return cfg->codec == ZMPI_CODEC_AUTO ? ZMPI_CODEC_FZL : cfg->codec;
+}
+
 /* Common checks; returns ZMPI_WHY_* (0 = compress). */
 static int why_not(const zmpi_comm_state *st, MPI_Datatype type, MPI_Op op, zmpi_dtype *dt)
 {
@@ -60,7 +66,7 @@ static int why_not(const zmpi_comm_state *st, MPI_Datatype type, MPI_Op op, zmpi
     if (!zmpi_classify(type, dt) || !op_ok(op))
         return ZMPI_WHY_TYPE;
     const ZMPI_Config *cfg = &st->cfg;
-    int kind = zmpi_codec_kind(cfg->codec);
+    int kind = zmpi_codec_kind(named_codec(cfg));
     if (kind < 0)
         return ZMPI_WHY_CONFIG;
     if (kind == ZMPI_KIND_BOUNDED && cfg->eb_mode == ZMPI_EB_NONE)
@@ -115,40 +121,67 @@ static void count_why(zmpi_comm_state *st, int why)
  * speeds: cfg.comp_speed / decomp_speed if set, else 3 / 3.5 GB/s (the
  * measured single-core fzl speeds on the real fields are 2.7-3.6 /
  * 2.8-6.2 GB/s). Users with other data or machines set ZMPI_RATIO and
- * ZMPI_CODEC_SPEED from `zmpi codec eval` on a sample of their messages. */
-static double model_ratio(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, zmpi_dtype dt)
+ * ZMPI_CODEC_SPEED from `zmpi codec eval` on a sample of their messages.
+ * Under ZMPI_CODEC_AUTO the model also times fzr (its own ratio fit,
+ * 0.8 / 1.4 GB/s) and a call is coded by whichever of fzl and fzr is faster. */
+static double model_ratio(const ZMPI_Config *cfg, zmpi_codec codec, ZMPI_Coll coll, int nranks, zmpi_dtype dt)
 {
-    if (cfg->ratio > 0)
-        return cfg->ratio;
-    int kind = zmpi_codec_kind(cfg->codec);
+    int fzr = codec == ZMPI_CODEC_FZR;
+    if (cfg->ratio > 0) /* the user's figure is the named codec's; fzr's ratio is ~1.4 fzl's */
+        return fzr && cfg->codec == ZMPI_CODEC_AUTO ? 1.4 * cfg->ratio : cfg->ratio;
+    int kind = zmpi_codec_kind(codec);
     if (kind != ZMPI_KIND_BOUNDED)
-        return zmpi_codec_intra(cfg->codec) == ZMPI_CODEC_TRUNC || zmpi_codec_intra(cfg->codec) == ZMPI_CODEC_DP2SP ? 2.0 : 1.6;
+        return zmpi_codec_intra(codec) == ZMPI_CODEC_TRUNC || zmpi_codec_intra(codec) == ZMPI_CODEC_DP2SP ? 2.0 : 1.6;
     if (cfg->eb_mode != ZMPI_EB_REL)
-        return 3.0;
+        return fzr ? 4.2 : 3.0;
     double rel = cfg->eb, bits = 0;
     int red = coll == ZMPI_COLL_REDUCE_SCATTER || coll == ZMPI_COLL_ALLREDUCE || coll == ZMPI_COLL_REDUCE;
     if (red && cfg->scope == ZMPI_SCOPE_RESULT) {
         rel /= nranks;             /* the bound of each compression */
         bits = log2((double)nranks); /* partial sums span up to N times the range */
     }
-    bits += 2.0 + 2.3 * log10(1e-2 / rel);
-    if (bits < 1.5)
-        bits = 1.5;
+    double d = log10(1e-2 / rel), b = 2.0 + 2.3 * d;
+    if (fzr) {
+        /* fzr (Huffman codes: at least a bit a value) through its measured
+         * geometric means, 24.3, 12.5 and 6.2 at REL 1e-2, 1e-3 and 1e-4 */
+        double h = d >= 0 ? 1.3 + 1.25 * d + 0.68 * d * (d - 1) : 1.3 + 0.65 * d;
+        b = h < b - 1.0 ? h : b - 1.0;
+        b = b < 1.05 ? 1.05 : b;
+    }
+    bits += b;
+    if (bits < (fzr ? 1.05 : 1.5))
+        bits = fzr ? 1.05 : 1.5;
     double r = 8.0 * (double)zmpi_dtype_size(dt) / bits;
     return r < 1 ? 1 : r > 30 ? 30 : r;
 }
 
-int zmpi_model(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, size_t bytes, zmpi_dtype dt, double *t_plain,
-               double *t_zmpi)
+/* The codec's speeds per thread: the configured ones (those of the named
+ * codec; fzr's scaled from them under auto), else the built-in estimates:
+ * fzl 3 / 3.5 GB/s, fzr 0.8 / 1.4 GB/s (measured on the real fields). */
+static void model_speeds(const ZMPI_Config *cfg, zmpi_codec codec, double *cc, double *cd)
+{
+    int fzr = codec == ZMPI_CODEC_FZR;
+    double c0 = fzr ? 0.8e9 : 3.0e9, d0 = fzr ? 1.4e9 : 3.5e9;
+    double sc = fzr && cfg->codec == ZMPI_CODEC_AUTO ? 0.8 / 3.0 : 1.0;
+    double sd = fzr && cfg->codec == ZMPI_CODEC_AUTO ? 1.4 / 3.5 : 1.0;
+    *cc = cfg->comp_speed > 0 ? cfg->comp_speed * sc : c0;
+    *cd = cfg->decomp_speed > 0 ? cfg->decomp_speed * sd : d0;
+}
+
+/* The model's times with one codec; returns 1 if compressing pays. */
+static int model_times(const ZMPI_Config *cfg, zmpi_codec codec, ZMPI_Coll coll, int nranks, size_t bytes,
+                       zmpi_dtype dt, double *t_plain, double *t_zmpi)
 {
     double tp = 0, tz = 0;
     int pays = 1;
     if (cfg->net_bw > 0 && nranks >= 1 && bytes != SIZE_MAX) {
         double N = nranks, B = cfg->net_bw, L = cfg->net_lat, f = (N - 1) / N, lg = 0;
         double th = cfg->threads > 1 ? 0.85 * cfg->threads : 1;
-        double Cc = (cfg->comp_speed > 0 ? cfg->comp_speed : 3.0e9) * th;
-        double Cd = (cfg->decomp_speed > 0 ? cfg->decomp_speed : 3.5e9) * th;
-        double r = model_ratio(cfg, coll, nranks, dt), S = (double)bytes;
+        double Cc, Cd;
+        model_speeds(cfg, codec, &Cc, &Cd);
+        Cc *= th;
+        Cd *= th;
+        double r = model_ratio(cfg, codec, coll, nranks, dt), S = (double)bytes;
         while ((1L << (int)lg) < nranks)
             lg++;
         switch (coll) {
@@ -193,6 +226,33 @@ int zmpi_model(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, size_t bytes,
     if (t_zmpi)
         *t_zmpi = tz;
     return pays;
+}
+
+int zmpi_model_pick(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, size_t bytes, zmpi_dtype dt,
+                    double *t_plain, double *t_zmpi, zmpi_codec *codec)
+{
+    double tp = 0, tz = 0, tz2 = 0;
+    zmpi_codec k = named_codec(cfg);
+    int pays = model_times(cfg, k, coll, nranks, bytes, dt, &tp, &tz);
+    if (cfg->codec == ZMPI_CODEC_AUTO && cfg->net_bw > 0 && bytes != SIZE_MAX && cfg->eb_mode != ZMPI_EB_NONE &&
+        model_times(cfg, ZMPI_CODEC_FZR, coll, nranks, bytes, dt, NULL, &tz2) && tz2 < tz) {
+        k = ZMPI_CODEC_FZR;
+        tz = tz2;
+        pays = 1;
+    }
+    if (t_plain)
+        *t_plain = tp;
+    if (t_zmpi)
+        *t_zmpi = tz;
+    if (codec)
+        *codec = k;
+    return pays;
+}
+
+int zmpi_model(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, size_t bytes, zmpi_dtype dt, double *t_plain,
+               double *t_zmpi)
+{
+    return zmpi_model_pick(cfg, coll, nranks, bytes, dt, t_plain, t_zmpi, NULL);
 }
 
 int ZMPI_Model_estimate(MPI_Comm comm, ZMPI_Coll coll, long long count, MPI_Datatype datatype, double *t_plain,
@@ -245,7 +305,7 @@ static int fill(zmpi_call *c, zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype t
         zmpi_call_end(c);
         return MPI_ERR_NO_MEM;
     }
-    zmpi_ctx_set_codec(c->ctx, st->cfg.codec);
+    zmpi_ctx_set_codec(c->ctx, named_codec(&st->cfg));
     zmpi_ctx_set_codec(c->raw, ZMPI_CODEC_STORED);
     zmpi_ctx_set_param(c->ctx, ZMPI_P_THREADS, st->cfg.threads);
     if (st->cfg.threads != 1) {
@@ -381,6 +441,11 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
         return 0;
     }
     c->coll = coll; /* c->algo: chosen by the collective's dispatcher (src/coll/dispatch.c) */
+    if (st->cfg.codec == ZMPI_CODEC_AUTO) { /* the same on all ranks: it depends on what they share */
+        zmpi_codec k;
+        zmpi_model_pick(&st->cfg, coll, size, bytes, dt, NULL, NULL, &k);
+        zmpi_ctx_set_codec(c->ctx, k);
+    }
     /* a v-collective's ranks share no size: the model cannot decide the call,
      * so (with zmpi's default algorithm) its blocks decide, each by its own
      * count, which both of its ends know */
@@ -446,6 +511,11 @@ int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t b
         return ZMPI_CALL_PLAIN;
     }
     c->chan = zmpi_codec_needs_channel(st->cfg.codec) == 1;
+    if (st->cfg.codec == ZMPI_CODEC_AUTO) { /* the sender's choice by its size; the stream names it */
+        zmpi_codec k;
+        zmpi_model_pick(&st->cfg, ZMPI_COLL_COUNT, 2, bytes, dt, NULL, NULL, &k);
+        zmpi_ctx_set_codec(c->ctx, k);
+    }
     return ZMPI_CALL_ON;
 }
 
@@ -538,6 +608,11 @@ int zmpi_block_plain(const zmpi_call *c, size_t count)
 ptrdiff_t zmpi_block_compress(zmpi_call *c, const void *src, size_t count, void *dst, size_t cap)
 {
     zmpi_ctx *ctx = zmpi_block_plain(c, count) ? c->raw : c->ctx;
+    if (ctx == c->ctx && c->per_block && c->st->cfg.codec == ZMPI_CODEC_AUTO) { /* each block by its size */
+        zmpi_codec k;
+        zmpi_model_pick(&c->st->cfg, ZMPI_COLL_COUNT, 2, count * c->es, c->dt, NULL, NULL, &k);
+        zmpi_ctx_set_codec(ctx, k);
+    }
     const uint64_t t0 = zmpi_clock_ns();
     ptrdiff_t len = zmpi_compress(ctx, src, count, c->dt, dst, cap);
     atomic_fetch_add(&c->st->ns_compress, zmpi_clock_ns() - t0);

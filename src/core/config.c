@@ -112,6 +112,10 @@ typedef int (*setting_fn)(const char *v, ZMPI_Config *cfg, char *msg, size_t cap
 
 static int set_codec(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
 {
+    if (!strcmp(v, "auto")) {
+        cfg->codec = ZMPI_CODEC_AUTO;
+        return 0;
+    }
     int c = zmpi_codec_from_name(v);
     if (c < 0)
         return say(msg, cap, "unknown codec (`zmpi codec list` lists them)");
@@ -386,8 +390,9 @@ ALGO_SETTER(set_alg_reduce, ZMPI_COLL_REDUCE)
  * ZMPI_EB_MODE. Rows with no parser are variables of zmpi's tools, listed so
  * that the unknown-name check knows them. */
 static const zmpi_setting settings[] = {
-    {"ZMPI_CODEC", "fzl",
-     "codec of the compressed messages, any of `zmpi codec list`; the inter-step ones (xorlzc-inter, trunc-inter, "
+    {"ZMPI_CODEC", "auto",
+     "codec of the compressed messages: auto (fzl, or fzr where the model finds its higher ratio pays: needs "
+     "ZMPI_NET_BW) or any of `zmpi codec list`; the inter-step ones (xorlzc-inter, trunc-inter, "
      "dp2sp-inter) code point-to-point and Alltoall(v) messages against the previous message of their channel, the "
      "other collectives with the intra-step variant (xorlzc, trunc, dp2sp)",
      set_codec},
@@ -467,7 +472,7 @@ const zmpi_setting *zmpi_settings(size_t *n)
 void zmpi_config_defaults(ZMPI_Config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->codec = ZMPI_CODEC_FZL;
+    cfg->codec = ZMPI_CODEC_AUTO;
     cfg->eb_mode = ZMPI_EB_NONE;
     cfg->scope = ZMPI_SCOPE_RESULT;
     cfg->threads = 1;
@@ -535,7 +540,7 @@ int zmpi_config_check(const ZMPI_Config *cfg, char *msg, size_t cap)
 {
     if (!cfg)
         return say(msg, cap, "no configuration (NULL)");
-    if (zmpi_codec_kind(cfg->codec) < 0)
+    if (cfg->codec != ZMPI_CODEC_AUTO && zmpi_codec_kind(cfg->codec) < 0)
         return say(msg, cap, "unknown codec id %d", (int)cfg->codec);
     if (cfg->eb_mode != ZMPI_EB_NONE && cfg->eb_mode != ZMPI_EB_ABS && cfg->eb_mode != ZMPI_EB_REL)
         return say(msg, cap, "unknown bound mode %d", (int)cfg->eb_mode);

@@ -293,6 +293,11 @@ enum { ZMPI_WHY_NONE = 0, ZMPI_WHY_TYPE, ZMPI_WHY_SMALL, ZMPI_WHY_CONFIG, ZMPI_W
  * (the call's own count in bytes, as zmpi_call_begin gets it). */
 int zmpi_model(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, size_t bytes, zmpi_dtype dt, double *t_plain,
                double *t_zmpi);
+/* The same, and the codec the call uses: the configured one, or under
+ * ZMPI_CODEC_AUTO fzl or fzr, whichever the model finds faster (t_zmpi is
+ * that codec's time). */
+int zmpi_model_pick(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, size_t bytes, zmpi_dtype dt,
+                    double *t_plain, double *t_zmpi, zmpi_codec *codec);
 
 /* Decides whether collective coll runs compressed. op is MPI_OP_NULL for data
  * movement; bytes is the message size every rank knows (SIZE_MAX when the

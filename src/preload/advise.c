@@ -43,7 +43,7 @@ void zp_rung_setting(int rung, zmpi_codec *codec, zmpi_eb_mode *mode, double *eb
         *eb = pow(10.0, -(double)(rung + 1));
         snprintf(name, cap, "fzl rel 1e-%d", rung + 1);
     } else if (cfg->eb_mode != ZMPI_EB_NONE) {
-        *codec = cfg->codec;
+        *codec = cfg->codec == ZMPI_CODEC_AUTO ? ZMPI_CODEC_FZL : cfg->codec; /* auto: fzl unless the model picks */
         *mode = cfg->eb_mode;
         *eb = cfg->eb;
         snprintf(name, cap, "%s %s %g", zmpi_codec_name(*codec), *mode == ZMPI_EB_ABS ? "abs" : "rel", *eb);

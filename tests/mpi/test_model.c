@@ -390,9 +390,77 @@ static void environment(void)
     }
 }
 
+/* ZMPI_CODEC=auto: the model's estimate is the faster of fzl and fzr;
+ * calls on a slow link are coded by fzr (fewer bytes than fzl for the same
+ * data, every element within the bound), on a fast one by fzl (exactly fzl's
+ * bytes); without a network it is fzl. */
+static void auto_codec(void)
+{
+    for (int c = 0; c < ZMPI_COLL_COUNT + 1; c++) {
+        ZMPI_Coll coll = (ZMPI_Coll)c;
+        for (double bw = 1.25e6; bw <= 1.25e10; bw *= 10) {
+            ZMPI_Config a = base(bw, 20e-6), f = a, r = a;
+            a.codec = ZMPI_CODEC_AUTO;
+            r.codec = ZMPI_CODEC_FZR;
+            double tp, ta, tpf, tf, tpr, tr;
+            int pa = ZMPI_Model_predict(&a, coll, 16, 1 << 22, MPI_FLOAT, &tp, &ta);
+            int pf = ZMPI_Model_predict(&f, coll, 16, 1 << 22, MPI_FLOAT, &tpf, &tf);
+            int pr = ZMPI_Model_predict(&r, coll, 16, 1 << 22, MPI_FLOAT, &tpr, &tr);
+            MT_CHECK(&T, close_to(ta, tf < tr ? tf : tr) && close_to(tp, tpf) && pa == (pf || pr),
+                     "auto coll %d at %g B/s: %g, fzl %g, fzr %g", c, bw, ta, tf, tr);
+        }
+    }
+    ZMPI_Config slow = base(1.25e6, 50e-6), fast = base(1.25e9, 20e-6);
+    MT_CHECK(&T, slow.codec == ZMPI_CODEC_FZL, "base");
+    double t0, t1;
+    ZMPI_Config probe = slow;
+    probe.codec = ZMPI_CODEC_FZR;
+    ZMPI_Model_predict(&probe, ZMPI_COLL_BCAST, T.size, 1 << 20, MPI_FLOAT, NULL, &t0);
+    probe.codec = ZMPI_CODEC_FZL;
+    ZMPI_Model_predict(&probe, ZMPI_COLL_BCAST, T.size, 1 << 20, MPI_FLOAT, NULL, &t1);
+    MT_CHECK(&T, T.size < 2 || t0 < t1, "10 Mbit/s: the model should prefer fzr (%g vs %g)", t0, t1);
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    size_t n = (size_t)1 << 20;
+    float *in = malloc(n * sizeof *in), *b = malloc(n * sizeof *b);
+    mt_fill_field(in, n, MPI_FLOAT, 0);
+    unsigned long long sent[2][2]; /* [slow, fast][fzl, auto] */
+    for (int net = 0; net < 2; net++)
+        for (int k = 0; k < 2; k++) {
+            ZMPI_Config cfg = net ? fast : slow;
+            cfg.codec = k ? ZMPI_CODEC_AUTO : ZMPI_CODEC_FZL;
+            cfg.algorithm[ZMPI_COLL_BCAST] = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_BCAST, "binomial");
+            MT_CHECK(&T, ZMPI_Comm_set_config(comm, &cfg) == MPI_SUCCESS, "auto: set config");
+            memcpy(b, in, n * sizeof *b);
+            ZMPI_Stats s0, s1;
+            ZMPI_Comm_get_stats(comm, &s0);
+            int rc = ZMPI_Bcast(b, (int)n, MPI_FLOAT, 0, comm);
+            ZMPI_Comm_get_stats(comm, &s1);
+            MT_CHECK(&T, rc == MPI_SUCCESS, "auto bcast rc %d", rc);
+            double eb = 1e-4 * mt_global_range(in, n, MPI_FLOAT, comm);
+            size_t bad = 0;
+            for (size_t i = 0; i < n; i++)
+                bad += !(fabs((double)b[i] - (double)in[i]) <= eb);
+            MT_CHECK(&T, bad == 0, "auto bcast (net %d, codec %d): %zu elements beyond %g", net, k, bad, eb);
+            unsigned long long mine = s1.bytes_sent - s0.bytes_sent, all = 0;
+            MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
+            sent[net][k] = all;
+        }
+    if (T.size > 1) {
+        MT_CHECK(&T, sent[0][1] < sent[0][0], "10 Mbit/s: auto sent %llu bytes, fzl %llu (fzr expected)",
+                 sent[0][1], sent[0][0]);
+        MT_CHECK(&T, sent[1][1] == sent[1][0], "10 Gbit/s: auto sent %llu bytes, fzl %llu (fzl expected)",
+                 sent[1][1], sent[1][0]);
+    }
+    free(in);
+    free(b);
+    MPI_Comm_free(&comm);
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&T, &argc, &argv, "test_model");
+    auto_codec();
     estimates();
     formulas();
     fallback();
