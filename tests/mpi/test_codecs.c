@@ -1,8 +1,8 @@
 /*
  * Collectives with the codecs other than fzl: Bcast, Allgather and
  * Allreduce, float and double, with
- *   linpred-byte, linpred-bit (error-bounded): every element within the
- *       bound (ABS and REL, result scope), as with fzl;
+ *   linpred-byte, linpred-bit, fzr and auto (error-bounded): every element
+ *       within the bound (ABS and REL, result scope), as with fzl;
  *   zstd, xorlzc (lossless, no bound): Bcast and Allgather byte-identical
  *       to MPI; Allreduce MAX byte-identical, SUM within the reduction's
  *       rounding;
@@ -32,6 +32,7 @@ typedef struct codec_case {
     zmpi_codec codec;
     zmpi_eb_mode mode; /* ZMPI_EB_NONE for the lossless and fixed codecs */
     double eb;
+    double net_bw; /* > 0: the network told to the model (auto then picks fzr on slow links) */
 } codec_case;
 
 static const char *tname(MPI_Datatype type)
@@ -66,6 +67,8 @@ static void configure(const codec_case *c, ZMPI_Coll coll, int algo)
     for (int k = 0; k < ZMPI_COLL_COUNT; k++)
         cfg.algorithm[k] = ZMPI_ALGO_DEFAULT;
     cfg.algorithm[coll] = algo;
+    cfg.net_bw = c->net_bw;
+    cfg.net_lat = c->net_bw > 0 ? 50e-6 : 0;
     int rc = ZMPI_Comm_set_config(comm, &cfg);
     MT_CHECK(&T, rc == MPI_SUCCESS, "%s: config rc %d", zmpi_codec_name(c->codec), rc);
 }
@@ -319,6 +322,9 @@ int main(int argc, char **argv)
         {ZMPI_CODEC_LINPRED_BIT, ZMPI_EB_REL, 1e-3},  {ZMPI_CODEC_LINPRED_BIT, ZMPI_EB_ABS, 1e-3},
         {ZMPI_CODEC_ZSTD, ZMPI_EB_NONE, 0},           {ZMPI_CODEC_XORLZC, ZMPI_EB_NONE, 0},
         {ZMPI_CODEC_TRUNC, ZMPI_EB_NONE, 0},          {ZMPI_CODEC_DP2SP, ZMPI_EB_NONE, 0},
+        {ZMPI_CODEC_FZR, ZMPI_EB_REL, 1e-4},          {ZMPI_CODEC_FZR, ZMPI_EB_ABS, 1e-3},
+        {ZMPI_CODEC_AUTO, ZMPI_EB_REL, 1e-3},         {ZMPI_CODEC_AUTO, ZMPI_EB_REL, 1e-4, 1.25e6},
+        {ZMPI_CODEC_AUTO, ZMPI_EB_ABS, 1e-3, 1.25e6},
     };
     int ncases = (int)(sizeof cases / sizeof *cases);
     MPI_Datatype types[2] = {MPI_FLOAT, MPI_DOUBLE};
