@@ -1,8 +1,9 @@
 /*
  * fzr: the ratio stage. fzl's quantiser (codes q = rint(x / 2eb), checked on
  * the value the decoder will produce, see fzl.h), a predictor chosen per
- * block of 64 values, and the residuals entropy-coded by zstd as one byte
- * per value.
+ * block of 64 values, and the residuals entropy-coded as one byte per value:
+ * canonical Huffman codes (huff.h; the codec parameter 0, the default) or a
+ * zstd frame at the parameter's level (ZMPI_P_LEVEL set).
  *
  * Predictors (all in wrapping 32-bit arithmetic, so any code difference is
  * exact; p(j) is the prediction of q[j] inside the segment):
@@ -13,7 +14,9 @@
  * A predictor that would read before the segment's start falls back to the
  * next lower one at that element (3 -> 2 -> 0, 1 -> 0; before element 0 the
  * prediction is 0). The encoder picks, per block, the predictor with the
- * smallest sum of zigzagged residuals; 2 and 3 only with their hints.
+ * smallest sum of min(z, 4095) over the block's zigzagged residuals z (2 and
+ * 3 only with their hints; a block already at about a bit a value under
+ * order 1 keeps it).
  *
  * Residual r = q[j] - p(j) (mod 2^32), zigzag z = (r << 1) ^ (r >> 31).
  * Symbol byte: z if z < 255, else 255 and z goes to the escape list.
@@ -24,7 +27,7 @@
  *   u32 nout           outliers
  *   u32 slen           bytes of the symbol frame
  *   u32 xlen           bytes of the side frame
- *   symbol frame       zstd frame of n symbol bytes
+ *   symbol frame       the n symbol bytes, Huffman-coded (huff.h) or a zstd frame
  *   side frame         zstd frame of ceil(n/64) predictor bytes, then the
  *                      nesc escapes as four byte planes (lowest first)
  *   outliers           nout records {u32 position, raw element}, positions
