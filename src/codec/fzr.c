@@ -13,10 +13,10 @@
  *   3  3-D Lorenzo       the 7-term 3-D stencil over R and P (P = plane size hint)
  * A predictor that would read before the segment's start falls back to the
  * next lower one at that element (3 -> 2 -> 0, 1 -> 0; before element 0 the
- * prediction is 0). The encoder picks, per block, the predictor with the
- * smallest sum of min(z, 4095) over the block's zigzagged residuals z (2 and
- * 3 only with their hints; a block already at about a bit a value under
- * order 1 keeps it).
+ * prediction is 0). The encoder picks, per block, the predictor whose
+ * zigzagged residuals z need the fewest bits, estimated as the sum of
+ * log2(min(z, 4095) + 1) (2 and 3 only with their hints; a block already at
+ * about a bit a value under order 1 keeps it).
  *
  * Residual r = q[j] - p(j) (mod 2^32), zigzag z = (r << 1) ^ (r >> 31).
  * Symbol byte: z if z < 255, else 255 and z goes to the escape list.
@@ -126,16 +126,22 @@ static size_t full_from(unsigned k, size_t R, size_t P)
     return k == 3 ? P + R + 1 : k == 2 ? R + 1 : k == 1 ? 2 : 1;
 }
 
-/* Zigzagged residuals z[0..e-b) of block [b, e) under predictor k, and
- * their cost: the sum of min(z, 4095) (no overflow over 64 values). */
-/* min(z, 4095) with signed compares (SSE2 has no unsigned 32-bit min) */
+/* The cost of a residual: about 8 log2(min(z, 4095) + 1), from the exponent
+ * and top mantissa bits of a float (signed compares: SSE2 has no unsigned
+ * 32-bit min; vectorises). */
 static inline uint32_t clamp_cost(uint32_t z)
 {
     int32_t t = (int32_t)z;
     t = t < 0 ? 4095 : t;
-    return (uint32_t)(t > 4095 ? 4095 : t);
+    t = t > 4095 ? 4095 : t;
+    float f = (float)(t + 1);
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (u >> 20) - (127u << 3); /* eighths of a bit */
 }
 
+/* Zigzagged residuals z[0..e-b) of block [b, e) under predictor k, and
+ * their cost: the sum of clamp_cost (eighths of a bit; no overflow over 64 values). */
 static uint32_t block_z(const uint32_t *restrict q, size_t b, size_t e, unsigned k, size_t R, size_t P,
                         uint32_t *restrict z)
 {
@@ -236,7 +242,7 @@ static void code_chunk(const fzl_q *qp, zmpi_dtype dtype, const void *src, size_
         uint32_t bc = block_z(w->q, b, e, 0, R, P, z[0]);
         unsigned best = 0;
         /* at about a bit a value already, the other predictors cannot gain much */
-        for (unsigned k = 1; k <= kmax && bc > FZR_B; k++) {
+        for (unsigned k = 1; k <= kmax && bc > 8 * FZR_B; k++) {
             uint32_t *t = bz == z[0] ? z[1] : z[0];
             uint32_t c = block_z(w->q, b, e, k, R, P, t);
             if (c < bc)
