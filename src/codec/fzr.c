@@ -191,6 +191,23 @@ typedef struct fzr_scratch {
     void *mem;
 } fzr_scratch;
 
+/* The decoder's working memory: codes, escape positions, symbols, side
+ * data (about 5 bytes a value, against the encoder's 18). */
+static int decode_alloc(fzr_scratch *s, size_t n, size_t nblk, size_t nesc)
+{
+    s->mem = malloc(n * 5 + nesc * 8 + nblk);
+    if (!s->mem)
+        return ZMPI_ERR_NOMEM;
+    uint8_t *m = s->mem;
+    s->q = (uint32_t *)m;
+    s->esc = (uint32_t *)(m + n * 4);
+    s->sym = m + n * 4 + nesc * 4;
+    s->side = s->sym + n;
+    s->opos = NULL;
+    s->ok = NULL;
+    return ZMPI_OK;
+}
+
 static int scratch_alloc(fzr_scratch *s, size_t n)
 {
     size_t nblk = (n + FZR_B - 1) / FZR_B;
@@ -366,7 +383,7 @@ static int fzr_decode(const zc_seg *s, const uint8_t *src, size_t size, void *ds
         return ZMPI_ERR_CORRUPT;
     unsigned kmax = P ? 3u : R ? 2u : 1u;
     fzr_scratch w;
-    int rc = scratch_alloc(&w, n);
+    int rc = decode_alloc(&w, n, nblk, nesc);
     if (rc)
         return rc;
     rc = ZMPI_ERR_CORRUPT;
