@@ -597,22 +597,37 @@ void zmpi_stat_sent(zmpi_call *c, size_t raw, size_t sent)
     atomic_fetch_add(&c->st->bytes_sent, sent);
 }
 
-int zmpi_block_plain(const zmpi_call *c, size_t count)
+/* 1 if a block of count elements goes plain; else 0 and, in *codec, the
+ * codec it is coded by (under auto, a v-collective's block picks by its own
+ * size). The model runs at most once per block. */
+static int block_way(const zmpi_call *c, size_t count, zmpi_codec *codec)
 {
     size_t bytes = count * c->es;
+    *codec = zmpi_ctx_get_codec(c->ctx);
     if (bytes < c->min_bytes)
         return 1;
-    return c->per_block && !zmpi_model(&c->st->cfg, ZMPI_COLL_COUNT, 2, bytes, c->dt, NULL, NULL);
+    if (!c->per_block)
+        return 0;
+    zmpi_codec k;
+    if (!zmpi_model_pick(&c->st->cfg, ZMPI_COLL_COUNT, 2, bytes, c->dt, NULL, NULL, &k))
+        return 1;
+    if (c->st->cfg.codec == ZMPI_CODEC_AUTO)
+        *codec = k;
+    return 0;
+}
+
+int zmpi_block_plain(const zmpi_call *c, size_t count)
+{
+    zmpi_codec k;
+    return block_way(c, count, &k);
 }
 
 ptrdiff_t zmpi_block_compress(zmpi_call *c, const void *src, size_t count, void *dst, size_t cap)
 {
-    zmpi_ctx *ctx = zmpi_block_plain(c, count) ? c->raw : c->ctx;
-    if (ctx == c->ctx && c->per_block && c->st->cfg.codec == ZMPI_CODEC_AUTO) { /* each block by its size */
-        zmpi_codec k;
-        zmpi_model_pick(&c->st->cfg, ZMPI_COLL_COUNT, 2, count * c->es, c->dt, NULL, NULL, &k);
+    zmpi_codec k;
+    zmpi_ctx *ctx = block_way(c, count, &k) ? c->raw : c->ctx;
+    if (ctx == c->ctx)
         zmpi_ctx_set_codec(ctx, k);
-    }
     const uint64_t t0 = zmpi_clock_ns();
     ptrdiff_t len = zmpi_compress(ctx, src, count, c->dt, dst, cap);
     atomic_fetch_add(&c->st->ns_compress, zmpi_clock_ns() - t0);
