@@ -260,6 +260,44 @@ typedef struct zmpi_quality {
 ZMPI_API int zmpi_quality_compare(const void *orig, const void *recon, size_t count, zmpi_dtype dtype,
                                   zmpi_quality *out);
 
+/* ---- Codes on a shared grid: sums without decompression ----
+ * Values quantised to integer codes q_i = round(x_i / step) on a grid all
+ * parties share. The arrays hold the codes' differences d_i = q_i - q_{i-1}
+ * (q_{-1} = 0), which are linear: the element-wise sum of several arrays'
+ * differences is the differences of the sum of their codes, exact in
+ * integers. The MPI layer sums reductions this way (each input quantised
+ * once, partial sums travel packed and are added without going back to
+ * floating point); the functions are public so that other tools can
+ * combine packed arrays the same way. Differences are added modulo 2^32:
+ * keep the true sums of codes below 2^30 in magnitude.
+ *
+ * zmpi_grid_quantize: x (n values of dtype) -> d. Returns ZMPI_OK, or
+ *   ZMPI_ERR_ARG if some value is not finite, its code is 2^30 or more in
+ *   magnitude, or |x_i - q_i * step| (in double) exceeds maxerr; d is then
+ *   written but meaningless. step/2 plus rounding is the worst error, so
+ *   pass maxerr slightly above step/2 (or step a little below 2 maxerr).
+ * zmpi_grid_dequantize: d -> y_i = q_i * step with q_i = d_0 + ... + d_i,
+ *   computed in double and rounded once to dtype.
+ * zmpi_grid_pack: d -> a self-checking packed form (two's complement bit
+ *   planes per block of 64), at most zmpi_grid_bound(n) bytes; returns its
+ *   size or ZMPI_ERR_DST_TOO_SMALL.
+ * zmpi_grid_unpack: a packed form of exactly n values -> out, plus addend
+ *   element-wise if addend is not NULL (out may be addend): one pass for
+ *   "receive a partial sum and add mine". ZMPI_ERR_CORRUPT for anything
+ *   that is not such a packing (wrong count, checksum, truncation). */
+ZMPI_API int zmpi_grid_quantize(const void *x, size_t n, zmpi_dtype dtype, double step, double maxerr,
+                                int32_t *d);
+ZMPI_API int zmpi_grid_dequantize(const int32_t *d, size_t n, double step, zmpi_dtype dtype, void *y);
+ZMPI_API size_t zmpi_grid_bound(size_t n);
+ZMPI_API ptrdiff_t zmpi_grid_pack(const int32_t *d, size_t n, void *dst, size_t cap);
+ZMPI_API int zmpi_grid_unpack(const void *src, size_t size, const int32_t *addend, int32_t *out, size_t n);
+/* zmpi_grid_add: two packed arrays of n values each -> the packed array of
+ *   their sum (modulo 2^32), added plane by plane without unpacking; at most
+ *   zmpi_grid_bound(n) bytes. Returns its size, ZMPI_ERR_CORRUPT if an input
+ *   is not a packing of n values, or ZMPI_ERR_DST_TOO_SMALL. */
+ZMPI_API ptrdiff_t zmpi_grid_add(const void *a, size_t alen, const void *b, size_t blen, size_t n, void *dst,
+                                 size_t cap);
+
 /* Library version string, e.g. "0.1.0". */
 ZMPI_API const char *zmpi_version(void);
 

@@ -82,6 +82,19 @@ int zc_fzl_encode16_avx2(fzl_enc *e, const fzl_q *qp, zmpi_dtype dtype, const vo
                          size_t nfull);
 ptrdiff_t zc_fzl_decode16_avx2(const uint8_t *p, size_t avail, const fzl_q *qp, zmpi_dtype dtype,
                                void *y, size_t nfull, uint32_t *prev);
+/* Grid quantisation and decoding of nfull 16-value blocks (the scalar
+ * loops of grid.c, same results); *prev carries the last code. quantize
+ * returns 1 if some value failed (its code is then 0). */
+int zc_grid_quantize16_avx2(const void *x, zmpi_dtype dtype, size_t nfull, double step, double maxerr, int32_t *d,
+                            int32_t *prev);
+void zc_grid_dequantize16_avx2(const int32_t *d, size_t nfull, double step, zmpi_dtype dtype, void *y,
+                               uint32_t *prev);
+/* 64 values <-> their two's complement bit planes (grid.c's blocks):
+ * planes64 writes pl[0 .. P-1] and returns P (the values' bit length plus
+ * the sign plane); values64 reads pl[0 .. P-1], the planes above repeating
+ * pl[P-1]. */
+unsigned zc_grid_planes64_avx2(const int32_t *v, uint64_t pl[32]);
+void zc_grid_values64_avx2(const uint64_t pl[32], unsigned P, const int32_t *addend, int32_t *out);
 #endif
 
 #endif

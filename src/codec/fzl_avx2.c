@@ -353,3 +353,135 @@ ptrdiff_t zc_fzl_decode16_avx2(const uint8_t *p, size_t avail, const fzl_q *qp, 
     *prev = (uint32_t)_mm256_cvtsi256_si32(pv);
     return (ptrdiff_t)pos;
 }
+
+/* Codes of 4 values at p (float or double) on the grid: q = rint(x / step)
+ * in double; *bad gets the lanes whose code is 2^30 or more in magnitude,
+ * not a number, or further than maxerr from x. */
+static inline __m128i grid_q4(__m256d xv, __m256d inv, __m256d step, __m256d maxerr, __m256d *bad)
+{
+    const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+    const __m256d lim = _mm256_set1_pd(FZL_QLIM);
+    __m256d r = _mm256_round_pd(_mm256_mul_pd(xv, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256d ok = _mm256_cmp_pd(_mm256_and_pd(r, absm), lim, _CMP_LT_OQ);
+    __m256d err = _mm256_and_pd(_mm256_sub_pd(xv, _mm256_mul_pd(r, step)), absm);
+    ok = _mm256_and_pd(ok, _mm256_cmp_pd(err, maxerr, _CMP_LE_OQ));
+    *bad = _mm256_or_pd(*bad, _mm256_xor_pd(ok, _mm256_castsi256_pd(_mm256_set1_epi64x(-1))));
+    return _mm256_cvtpd_epi32(_mm256_and_pd(r, ok)); /* failed lanes: code 0 */
+}
+
+int zc_grid_quantize16_avx2(const void *x, zmpi_dtype dtype, size_t nfull, double step, double maxerr, int32_t *d,
+                            int32_t *prev)
+{
+    const __m256d inv = _mm256_set1_pd(1.0 / step), st = _mm256_set1_pd(step), me = _mm256_set1_pd(maxerr);
+    __m256d bad = _mm256_setzero_pd();
+    __m256i pv = _mm256_set1_epi32(*prev);
+    for (size_t b = 0; b < nfull; b++) {
+        __m128i q[4];
+        if (dtype == ZMPI_FLOAT) {
+            const float *p = (const float *)x + 16 * b;
+            for (int k = 0; k < 4; k++)
+                q[k] = grid_q4(_mm256_cvtps_pd(_mm_loadu_ps(p + 4 * k)), inv, st, me, &bad);
+        } else {
+            const double *p = (const double *)x + 16 * b;
+            for (int k = 0; k < 4; k++)
+                q[k] = grid_q4(_mm256_loadu_pd(p + 4 * k), inv, st, me, &bad);
+        }
+        __m256i q0 = _mm256_set_m128i(q[1], q[0]), q1 = _mm256_set_m128i(q[3], q[2]), d0, d1;
+        pv = deltas(q0, q1, pv, &d0, &d1);
+        _mm256_storeu_si256((__m256i *)(d + 16 * b), d0);
+        _mm256_storeu_si256((__m256i *)(d + 16 * b + 8), d1);
+    }
+    *prev = _mm256_cvtsi256_si32(pv);
+    return _mm256_movemask_pd(bad) != 0;
+}
+
+void zc_grid_dequantize16_avx2(const int32_t *d, size_t nfull, double step, zmpi_dtype dtype, void *y,
+                               uint32_t *prev)
+{
+    const __m256i last = _mm256_set1_epi32(7);
+    const __m256d st = _mm256_set1_pd(step);
+    __m256i pv = _mm256_set1_epi32((int)*prev);
+    for (size_t b = 0; b < 2 * nfull; b++) { /* 8 values at a time */
+        __m256i q = _mm256_add_epi32(prefix8(_mm256_loadu_si256((const __m256i *)(d + 8 * b))), pv);
+        pv = _mm256_permutevar8x32_epi32(q, last);
+        __m256d lo = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(q)), st);
+        __m256d hi = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(q, 1)), st);
+        if (dtype == ZMPI_FLOAT) {
+            float *o = (float *)y + 8 * b;
+            _mm_storeu_ps(o, _mm256_cvtpd_ps(lo));
+            _mm_storeu_ps(o + 4, _mm256_cvtpd_ps(hi));
+        } else {
+            double *o = (double *)y + 8 * b;
+            _mm256_storeu_pd(o, lo);
+            _mm256_storeu_pd(o + 4, hi);
+        }
+    }
+    *prev = (uint32_t)_mm256_cvtsi256_si32(pv);
+}
+
+/* ---- grid codes: blocks of 64 values as 32 two's complement bit planes ---- */
+
+unsigned zc_grid_planes64_avx2(const int32_t *v, uint64_t pl[32])
+{
+    __m256i r[8], o = _mm256_setzero_si256();
+    for (int k = 0; k < 8; k++) {
+        r[k] = _mm256_loadu_si256((const __m256i *)(v + 8 * k));
+        o = _mm256_or_si256(o, _mm256_xor_si256(r[k], _mm256_srai_epi32(r[k], 31)));
+    }
+    __m128i o4 = _mm_or_si128(_mm256_castsi256_si128(o), _mm256_extracti128_si256(o, 1));
+    o4 = _mm_or_si128(o4, _mm_shuffle_epi32(o4, 0x4E));
+    o4 = _mm_or_si128(o4, _mm_shuffle_epi32(o4, 0xB1));
+    uint32_t all = (uint32_t)_mm_cvtsi128_si32(o4);
+    unsigned P = (all ? 32u - (unsigned)__builtin_clz(all) : 0u) + 1u; /* with the sign plane */
+    for (unsigned g = 0; 8 * g < P; g++) {
+        /* byte g of the 64 values in order, in two registers of 32 bytes */
+        __m128i b0 = bytes_of(r[0], r[1], (int)(8 * g), 1), b1 = bytes_of(r[2], r[3], (int)(8 * g), 1);
+        __m128i b2 = bytes_of(r[4], r[5], (int)(8 * g), 1), b3 = bytes_of(r[6], r[7], (int)(8 * g), 1);
+        __m256i lo = _mm256_set_m128i(b1, b0), hi = _mm256_set_m128i(b3, b2);
+        for (int j = 7; j >= 0; j--) { /* peel the top bit of every byte */
+            pl[8 * g + (unsigned)j] = (uint64_t)(uint32_t)_mm256_movemask_epi8(lo) |
+                                      (uint64_t)(uint32_t)_mm256_movemask_epi8(hi) << 32;
+            lo = _mm256_add_epi8(lo, lo);
+            hi = _mm256_add_epi8(hi, hi);
+        }
+    }
+    return P;
+}
+
+void zc_grid_values64_avx2(const uint64_t pl[32], unsigned P, const int32_t *addend, int32_t *out)
+{
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+                                            3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bitsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    unsigned G = (P + 7) / 8; /* byte groups holding every plane below the sign copies */
+    __m256i val[8];
+    for (int k = 0; k < 8; k++)
+        val[k] = _mm256_setzero_si256();
+    for (unsigned g = 0; g < G; g++) {
+        __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+        for (int j = 7; j >= 0; j--) {
+            unsigned k = 8 * g + (unsigned)j;
+            uint64_t w = pl[k < P ? k : P - 1];
+            __m256i a = _mm256_set1_epi32((int)(uint32_t)w), b = _mm256_set1_epi32((int)(uint32_t)(w >> 32));
+            a = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(a, spread), bitsel), bitsel);
+            b = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(b, spread), bitsel), bitsel);
+            lo = _mm256_sub_epi8(_mm256_add_epi8(lo, lo), a);
+            hi = _mm256_sub_epi8(_mm256_add_epi8(hi, hi), b);
+        }
+        __m128i q[4] = {_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1), _mm256_castsi256_si128(hi),
+                        _mm256_extracti128_si256(hi, 1)};
+        __m128i sh = _mm_cvtsi32_si128((int)(8 * g));
+        for (int k = 0; k < 4; k++) {
+            val[2 * k] = _mm256_or_si256(val[2 * k], _mm256_sll_epi32(_mm256_cvtepu8_epi32(q[k]), sh));
+            val[2 * k + 1] =
+                _mm256_or_si256(val[2 * k + 1], _mm256_sll_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(q[k], 8)), sh));
+        }
+    }
+    __m128i ext = _mm_cvtsi32_si128(32 - 8 * (int)G); /* sign-extend from bit 8G - 1 */
+    for (int k = 0; k < 8; k++) {
+        __m256i x = _mm256_sra_epi32(_mm256_sll_epi32(val[k], ext), ext);
+        if (addend)
+            x = _mm256_add_epi32(x, _mm256_loadu_si256((const __m256i *)(addend + 8 * k)));
+        _mm256_storeu_si256((__m256i *)(out + 8 * k), x);
+    }
+}
