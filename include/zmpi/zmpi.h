@@ -133,6 +133,7 @@ typedef struct ZMPI_Stats {
      * ZMPI_ALGO_DEFAULT (0) if it was never called. */
     int last_algorithm[ZMPI_COLL_COUNT];
     unsigned long long channel_bytes;   /* history kept now by the inter-step channels of comm (both directions) */
+    unsigned long long grid_sums;       /* SUM reductions added on grid codes (no decompression on the way) */
 } ZMPI_Stats;
 
 /* Fills *cfg with the defaults from the environment. Returns MPI_SUCCESS, or

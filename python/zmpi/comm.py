@@ -35,7 +35,7 @@ typedef struct ZMPI_Stats {{
     unsigned long long calls, compressed, fallback_type, fallback_small, fallback_config, fallback_model,
         codec_errors, bytes_raw, bytes_sent, scratch_bytes, ns_compress, ns_decompress;
     int last_algorithm[8];
-    unsigned long long channel_bytes;
+    unsigned long long channel_bytes, grid_sums;
 }} ZMPI_Stats;
 int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg);
 int ZMPI_Comm_get_config(MPI_Comm comm, ZMPI_Config *cfg);
@@ -523,7 +523,7 @@ class Comm:
         out = {k: int(getattr(s, k)) for k in ("calls", "compressed", "fallback_type", "fallback_small",
                                                 "fallback_config", "fallback_model", "codec_errors", "bytes_raw",
                                                 "bytes_sent", "scratch_bytes", "ns_compress", "ns_decompress",
-                                                "channel_bytes")}
+                                                "channel_bytes", "grid_sums")}
         out["ratio"] = out["bytes_raw"] / out["bytes_sent"] if out["bytes_sent"] else None
         return out
 

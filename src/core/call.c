@@ -537,18 +537,39 @@ void zmpi_call_end(zmpi_call *c)
 }
 
 /* Finite min/max of the local input (+inf/-inf if none). */
-static void local_range(const zmpi_call *c, const void *in, size_t n, double *mn, double *mx)
+void zmpi_local_range(const zmpi_call *c, const void *in, size_t n, double *mn, double *mx, int *nonfinite)
 {
     double lo = INFINITY, hi = -INFINITY;
+    int bad = 0;
     for (size_t i = 0; i < n; i++) {
         double v = c->dt == ZMPI_FLOAT ? (double)((const float *)in)[i] : ((const double *)in)[i];
         if (isfinite(v)) {
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
+        } else {
+            bad = 1;
         }
     }
     *mn = lo;
     *mx = hi;
+    if (nonfinite)
+        *nonfinite = bad;
+}
+
+void zmpi_call_bound_range(zmpi_call *c, double hops, double lo, double hi)
+{
+    double range = hi - lo;
+    if (hops < 1)
+        hops = 1;
+    if (!(range > 0)) {
+        /* constant (or no finite) input: REL over a zero range is lossless */
+        zmpi_ctx_set_bound(c->ctx, ZMPI_EB_REL, c->eb);
+        return;
+    }
+    double e = c->eb * range / hops;
+    if (!isfinite(e))
+        e = DBL_MAX / hops;
+    zmpi_ctx_set_bound(c->ctx, ZMPI_EB_ABS, e > 0 ? e : DBL_MIN);
 }
 
 int zmpi_call_bound(zmpi_call *c, double hops, const void *local_in, size_t local_count)
@@ -568,26 +589,19 @@ int zmpi_call_bound(zmpi_call *c, double hops, const void *local_in, size_t loca
         return MPI_SUCCESS;
     }
     double mm[2], g[2];
-    local_range(c, local_in, local_count, &mm[0], &mm[1]);
+    zmpi_local_range(c, local_in, local_count, &mm[0], &mm[1], NULL);
     mm[0] = -mm[0];
     int rc = PMPI_Allreduce(mm, g, 2, MPI_DOUBLE, MPI_MAX, c->comm);
     if (rc != MPI_SUCCESS)
         return rc;
-    double range = g[1] + g[0]; /* max - min */
-    if (!(range > 0)) {
-        /* constant (or no finite) input: REL over a zero range is lossless */
-        zmpi_ctx_set_bound(c->ctx, ZMPI_EB_REL, c->eb);
-        return MPI_SUCCESS;
-    }
-    double e = c->eb * range / hops;
-    if (!isfinite(e))
-        e = DBL_MAX / hops;
-    zmpi_ctx_set_bound(c->ctx, ZMPI_EB_ABS, e > 0 ? e : DBL_MIN);
+    zmpi_call_bound_range(c, hops, -g[0], g[1]);
     return MPI_SUCCESS;
 }
 
 size_t zmpi_block_max(const zmpi_call *c, size_t count)
 {
+    if (c->grid > 0)
+        return zmpi_grid_bound(count);
     return zmpi_max_compressed_size(c->ctx, count, c->dt);
 }
 
@@ -622,8 +636,22 @@ int zmpi_block_plain(const zmpi_call *c, size_t count)
     return block_way(c, count, &k);
 }
 
+/* A block of grid code differences (c->grid > 0), packed. */
+static ptrdiff_t grid_compress(zmpi_call *c, const void *src, size_t count, void *dst, size_t cap)
+{
+    const uint64_t t0 = zmpi_clock_ns();
+    ptrdiff_t len = zmpi_grid_pack(src, count, dst, cap);
+    atomic_fetch_add(&c->st->ns_compress, zmpi_clock_ns() - t0);
+    if (len < 0)
+        return -1; /* cap below zmpi_grid_bound: a bug */
+    zmpi_stat_sent(c, count * c->grid_es, (size_t)len);
+    return len;
+}
+
 ptrdiff_t zmpi_block_compress(zmpi_call *c, const void *src, size_t count, void *dst, size_t cap)
 {
+    if (c->grid > 0)
+        return grid_compress(c, src, count, dst, cap);
     zmpi_codec k;
     zmpi_ctx *ctx = block_way(c, count, &k) ? c->raw : c->ctx;
     if (ctx == c->ctx)
@@ -641,8 +669,19 @@ ptrdiff_t zmpi_block_compress(zmpi_call *c, const void *src, size_t count, void 
     return len;
 }
 
+/* A block of grid code differences (c->grid > 0), unpacked. */
+static int grid_decompress(zmpi_call *c, const void *src, size_t len, void *dst, size_t count)
+{
+    const uint64_t t0 = zmpi_clock_ns();
+    int r = zmpi_grid_unpack(src, len, NULL, dst, count);
+    atomic_fetch_add(&c->st->ns_decompress, zmpi_clock_ns() - t0);
+    return r == ZMPI_OK ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
 int zmpi_block_decompress(zmpi_call *c, const void *src, size_t len, void *dst, size_t count)
 {
+    if (c->grid > 0)
+        return grid_decompress(c, src, len, dst, count);
     zmpi_stream_info info;
     if (zmpi_stream_info_get(src, len, &info) != ZMPI_OK || info.count != count || info.dtype != c->dt)
         return MPI_ERR_OTHER;

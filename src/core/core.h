@@ -144,6 +144,7 @@ typedef struct zmpi_comm_state {
     atomic_ullong calls, compressed, fallback_type, fallback_small, fallback_config, fallback_model, codec_errors,
         bytes_raw, bytes_sent;
     atomic_ullong ns_compress, ns_decompress; /* ZMPI_Stats.ns_compress / ns_decompress */
+    atomic_ullong grid_sums;                  /* ZMPI_Stats.grid_sums */
     pthread_mutex_t chan_lock;      /* guards the list of inter-step channels (chan.c) */
     struct zmpi_chan *chans;
     atomic_size_t chan_bytes;       /* their history, both directions (ZMPI_Stats.channel_bytes) */
@@ -281,6 +282,9 @@ typedef struct zmpi_call {
     int chan;           /* ctx's codec is an inter-step one: code through the channels (chan.c) */
     int per_block;      /* a v-collective left to the model: its blocks decide one by one (zmpi_block_plain) */
     int err;            /* the error of zmpi_call_begin* returning ZMPI_CALL_ERR */
+    double grid;        /* > 0: a SUM on grid codes (coll/common/gsum.h): blocks are int32 code
+                           differences packed by zmpi_grid_pack, es is 4 */
+    size_t grid_es;     /* the datatype's element size while grid > 0 */
 } zmpi_call;
 
 /* What zmpi_call_begin decides. */
@@ -336,6 +340,12 @@ void zmpi_call_plain_done(MPI_Comm comm);
  * message scope the user's bound applies to every compression (REL: per
  * message). Collective when scope is result and the mode is REL. */
 int zmpi_call_bound(zmpi_call *c, double hops, const void *local_in, size_t local_count);
+/* The REL result-scope part of zmpi_call_bound, given the global range [lo, hi]. */
+void zmpi_call_bound_range(zmpi_call *c, double hops, double lo, double hi);
+/* The finite minimum and maximum of n elements of the call's type (lo > hi
+ * if none is finite); *nonfinite (if not NULL) = 1 if some element is NaN or
+ * infinite. */
+void zmpi_local_range(const zmpi_call *c, const void *in, size_t n, double *mn, double *mx, int *nonfinite);
 
 /* Worst-case stream size of count elements. */
 size_t zmpi_block_max(const zmpi_call *c, size_t count);

@@ -321,6 +321,7 @@ int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *out)
     for (int k = 0; k < ZMPI_COLL_COUNT; k++)
         out->last_algorithm[k] = atomic_load(&s->last_algo[k]);
     out->channel_bytes = atomic_load(&s->chan_bytes);
+    out->grid_sums = atomic_load(&s->grid_sums);
     pthread_mutex_lock(&s->scratch.lock);
     out->scratch_bytes = s->scratch.kept;
     pthread_mutex_unlock(&s->scratch.lock);

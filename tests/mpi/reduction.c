@@ -151,9 +151,15 @@ int rt_same_everywhere(unsigned long long h, MPI_Comm comm)
 int rt_config(MPI_Comm comm, const rt_case *k, size_t min_bytes, size_t chunk, ZMPI_Coll coll,
                              int algo)
 {
+    return rt_config_codec(comm, k, min_bytes, chunk, coll, algo, ZMPI_CODEC_FZL);
+}
+
+int rt_config_codec(MPI_Comm comm, const rt_case *k, size_t min_bytes, size_t chunk, ZMPI_Coll coll, int algo,
+                    zmpi_codec codec)
+{
     ZMPI_Config cfg;
     ZMPI_Config_from_env(&cfg, NULL);
-    cfg.codec = ZMPI_CODEC_FZL;
+    cfg.codec = codec;
     cfg.eb_mode = k->mode;
     cfg.eb = k->eb;
     cfg.scope = k->scope;

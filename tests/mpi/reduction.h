@@ -119,5 +119,8 @@ int rt_same_everywhere(unsigned long long h, MPI_Comm comm);
 /* Sets a full configuration on comm (chunk and one collective's algorithm
  * too); returns ZMPI_Comm_set_config's code. */
 int rt_config(MPI_Comm comm, const rt_case *k, size_t min_bytes, size_t chunk, ZMPI_Coll coll, int algo);
+/* The same with another codec (ZMPI_CODEC_AUTO: SUMs on grid codes). */
+int rt_config_codec(MPI_Comm comm, const rt_case *k, size_t min_bytes, size_t chunk, ZMPI_Coll coll, int algo,
+                    zmpi_codec codec);
 
 #endif

@@ -102,15 +102,16 @@ fn_fail:
     goto fn_exit;
 }
 
-/* Phase 1 of a member: recursive halving, then its reduced block
- * compressed once. */
-static int rhd_reduce(rhd_state *s, MPI_Op op)
+/* Phase 1 of a member: recursive halving (unless done on the grid table),
+ * then its reduced block compressed once. */
+static int rhd_reduce(rhd_state *s, MPI_Op op, int halved)
 {
     zmpi_call *c = s->c;
     int rc = MPI_SUCCESS, v = s->v;
     size_t cap = zmpi_dm_cap(c, s->counts[v]);
-    ZMPI_CHECK(zmpi_halving_reduce_scatter(c, s->res, s->displs, s->p, v, s->ranks, op, ZMPI_TAG_ALLREDUCE,
-                                           &s->corrupt));
+    if (!halved)
+        ZMPI_CHECK(zmpi_halving_reduce_scatter(c, s->res, s->displs, s->p, v, s->ranks, op, ZMPI_TAG_ALLREDUCE,
+                                               &s->corrupt));
     ZMPI_CHECK(zmpi_scratch_get(c, cap ? cap : 1, &s->mine));
     ZMPI_CHECK(zmpi_dm_compress(c, s->res + s->displs[v] * c->es, s->counts[v], s->mine, cap, &s->mylen));
 fn_exit:
@@ -151,6 +152,8 @@ int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
     int rc = MPI_SUCCESS, r = c->rank, go = 0;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     rhd_state s;
+    zmpi_gsum g = {0};
+    zmpi_gtable t = {0};
 
     memset(&s, 0, sizeof s);
     s.c = c;
@@ -158,14 +161,28 @@ int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
     s.p = 1; /* the largest power of two <= N */
     while (s.p * 2 <= c->size)
         s.p *= 2;
-    ZMPI_CHECK(zmpi_reduce_begin(c, in, recvbuf, count, s.p, (double)c->size, &s.counts, &s.displs, &go));
+    ZMPI_CHECK(zmpi_reduce_begin(c, in, recvbuf, count, s.p, (double)c->size, op, &g, &s.counts, &s.displs,
+                                 &go));
     if (!go)
         goto fn_exit;
     ZMPI_CHECK(rhd_members(&s, c->size, r));
-    if (in != recvbuf) /* reduced in place from here on */
+    if (g.d) { /* on grid codes: summed packed, the own block unpacked into the codes */
+        s.res = (unsigned char *)g.d;
+        ZMPI_CHECK(zmpi_gtable_pack(c, &g, s.counts, s.displs, s.p, &t));
+        if (s.rem > 0 && r < 2 * s.rem) /* pairing, as below */
+            ZMPI_CHECK(s.v < 0 ? zmpi_gtable_exchange(c, &t, 0, s.p, r + 1, 0, 0, r + 1, ZMPI_TAG_ALLREDUCE,
+                                                      &s.corrupt)
+                               : zmpi_gtable_exchange(c, &t, 0, 0, r - 1, 0, s.p, r - 1, ZMPI_TAG_ALLREDUCE,
+                                                      &s.corrupt));
+        if (s.v >= 0) {
+            ZMPI_CHECK(zmpi_gtable_halving(c, &t, s.p, s.v, s.ranks, ZMPI_TAG_ALLREDUCE, &s.corrupt));
+            ZMPI_CHECK(zmpi_gtable_unpack(c, &t, &g, s.displs, s.v, s.v + 1, &s.corrupt));
+        }
+    } else if (in != recvbuf) { /* reduced in place from here on */
         memcpy(recvbuf, in, count * c->es);
+    }
     /* pairing: even ranks below 2*rem hand their input to their odd partner */
-    if (s.rem > 0 && r < 2 * s.rem) {
+    if (!g.d && s.rem > 0 && r < 2 * s.rem) {
         if (s.v < 0) /* send the whole vector; receive nothing */
             ZMPI_CHECK(
                 zmpi_reduce_exchange(c, s.res, 0, count, 0, 0, r + 1, op, ZMPI_TAG_ALLREDUCE, &s.corrupt));
@@ -174,10 +191,14 @@ int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
                 zmpi_reduce_exchange(c, s.res, 0, 0, 0, count, r - 1, op, ZMPI_TAG_ALLREDUCE, &s.corrupt));
     }
     if (s.v >= 0)
-        ZMPI_CHECK(rhd_reduce(&s, op));
+        ZMPI_CHECK(rhd_reduce(&s, op, g.d != NULL));
     ZMPI_CHECK(rhd_spread(&s, r));
+    if (g.d)
+        ZMPI_CHECK(zmpi_gsum_decode(c, &g, s.counts, s.displs, 0, s.p, recvbuf));
     rc = s.corrupt;
 fn_exit:
+    zmpi_gtable_free(c, &t);
+    zmpi_gsum_end(c, &g);
     free(s.counts);
     free(s.displs);
     free(s.ranks);

@@ -203,7 +203,9 @@ int zmpi_dm_decompress(zmpi_call *c, const void *src, size_t len, void *dst, siz
     zmpi_stream_info info;
     if (len == 0)
         goto fn_exit; /* an empty block */
-    if (zmpi_stream_info_get(src, len, &info) != ZMPI_OK)
+    if (c->grid > 0) /* packed grid codes: the count is checked by the unpacking */
+        rc = zmpi_block_decompress(c, src, len, dst, count);
+    else if (zmpi_stream_info_get(src, len, &info) != ZMPI_OK)
         rc = MPI_ERR_OTHER;
     else if (info.count > (uint64_t)count)
         rc = MPI_ERR_TRUNCATE;

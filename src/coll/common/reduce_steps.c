@@ -9,7 +9,7 @@
 #include "coll/reduce_scatter/reduce_scatter.h"
 
 int zmpi_reduce_begin(zmpi_call *c, const void *in, void *recvbuf, size_t count, int nblocks, double hops,
-                      size_t **counts, size_t **displs, int *go)
+                      MPI_Op op, zmpi_gsum *g, size_t **counts, size_t **displs, int *go)
 {
     int rc = MPI_SUCCESS;
 
@@ -27,7 +27,10 @@ int zmpi_reduce_begin(zmpi_call *c, const void *in, void *recvbuf, size_t count,
         zmpi_blocks_even(count, nblocks, *counts, *displs);
         (*displs)[nblocks] = count;
     }
-    ZMPI_CHECK(zmpi_call_bound(c, hops, in, count));
+    if (g && nblocks > 0)
+        ZMPI_CHECK(zmpi_gsum_begin(c, op, in, count, *counts, *displs, nblocks, hops, g));
+    else
+        ZMPI_CHECK(zmpi_call_bound(c, hops, in, count));
     *go = 1;
 fn_exit:
     return rc;
@@ -41,16 +44,31 @@ int zmpi_ring_allreduce(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t
     int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size, go = 0;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     size_t *counts = NULL, *displs = NULL;
+    zmpi_gsum g = {0};
+    zmpi_gtable t = {0};
+    unsigned char *res = recvbuf;
 
-    ZMPI_CHECK(zmpi_reduce_begin(c, in, recvbuf, count, n, per_hop ? 2.0 * (n - 1) : (double)n, &counts,
-                                 &displs, &go));
+    /* per_hop (cprp2p, the baseline) stays on the classic path */
+    ZMPI_CHECK(zmpi_reduce_begin(c, in, recvbuf, count, n, per_hop ? 2.0 * (n - 1) : (double)n, op,
+                                 per_hop ? NULL : &g, &counts, &displs, &go));
     if (!go)
         goto fn_exit;
-    ZMPI_CHECK(zmpi_ring_reduce_scatter(c, in, (unsigned char *)recvbuf + displs[c->rank] * c->es, counts,
-                                        displs, op, ZMPI_TAG_ALLREDUCE, &corrupt));
-    ZMPI_CHECK(zmpi_ring_allgather(c, recvbuf, counts, displs, per_hop, ZMPI_TAG_ALLREDUCE, &corrupt));
+    if (g.d) { /* on grid codes: summed packed, gathered in the codes, decoded at the end */
+        ZMPI_CHECK(zmpi_gtable_pack(c, &g, counts, displs, n, &t));
+        ZMPI_CHECK(zmpi_gtable_ring(c, &t, ZMPI_TAG_ALLREDUCE, &corrupt));
+        ZMPI_CHECK(zmpi_gtable_unpack(c, &t, &g, displs, c->rank, c->rank + 1, &corrupt));
+        res = (unsigned char *)g.d;
+    } else {
+        ZMPI_CHECK(zmpi_ring_reduce_scatter(c, in, res + displs[c->rank] * c->es, counts, displs, op,
+                                            ZMPI_TAG_ALLREDUCE, &corrupt));
+    }
+    ZMPI_CHECK(zmpi_ring_allgather(c, res, counts, displs, per_hop, ZMPI_TAG_ALLREDUCE, &corrupt));
+    if (g.d)
+        ZMPI_CHECK(zmpi_gsum_decode(c, &g, counts, displs, 0, n, recvbuf));
     rc = corrupt;
 fn_exit:
+    zmpi_gtable_free(c, &t);
+    zmpi_gsum_end(c, &g);
     free(counts);
     free(displs);
     return rc;

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "coll/common/gsum.h"
 #include "core/core.h"
 
 /* The start of a reduction of `in` (count elements on every rank; recvbuf
@@ -17,9 +18,11 @@
  * *counts of nblocks and *displs of nblocks + 1 entries, displs[nblocks] =
  * count; none for nblocks 0; the caller frees them, on errors too) and the
  * bound of one compression set for `hops` compressions (zmpi_call_bound,
- * collective). */
+ * collective). With g (not NULL), the reduction may run on grid codes
+ * instead (zmpi_gsum_begin over the nblocks blocks, op decides): g->d is
+ * then the input's codes, and the caller ends with zmpi_gsum_end. */
 int zmpi_reduce_begin(zmpi_call *c, const void *in, void *recvbuf, size_t count, int nblocks, double hops,
-                      size_t **counts, size_t **displs, int *go);
+                      MPI_Op op, zmpi_gsum *g, size_t **counts, size_t **displs, int *go);
 
 /* Allreduce by the ring: ring Reduce_scatter of N even blocks, then
  * zmpi_ring_allgather (per_hop 0: `ring`, N compressions per element;

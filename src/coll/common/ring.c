@@ -25,6 +25,13 @@ int zmpi_pieces_layout(const zmpi_call *c, zmpi_pieces *p, size_t count)
 {
     int rc = MPI_SUCCESS;
     size_t chunk = c->st->cfg.chunk, n, total = 0;
+    free(p->at); /* a table or a view before: uniform pieces from here on */
+    p->at = NULL;
+    if (p->borrowed) {
+        p->buf = NULL;
+        p->cap = 0;
+        p->borrowed = 0;
+    }
     if (chunk < 64)
         chunk = 64; /* the configuration is validated; stay safe anyway */
     n = count / chunk + (count % chunk != 0);
@@ -75,21 +82,25 @@ fn_fail:
 
 void zmpi_pieces_free(const zmpi_call *c, zmpi_pieces *p)
 {
-    zmpi_scratch_put(c, p->buf);
+    if (!p->borrowed)
+        zmpi_scratch_put(c, p->buf);
     free(p->slot);
     free(p->len);
+    free(p->at);
     memset(p, 0, sizeof *p);
 }
 
 size_t zmpi_pieces_count(const zmpi_pieces *p, size_t j)
 {
+    if (p->at)
+        return p->at[j + 1] - p->at[j];
     size_t first = j * p->chunk;
     return p->count - first < p->chunk ? p->count - first : p->chunk;
 }
 
 size_t zmpi_pieces_first(const zmpi_pieces *p, size_t j)
 {
-    return j * p->chunk;
+    return p->at ? p->at[j] : j * p->chunk;
 }
 
 int zmpi_pieces_compress(zmpi_call *c, zmpi_pieces *p, size_t j, const void *src)

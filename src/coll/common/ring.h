@@ -40,6 +40,8 @@ typedef struct zmpi_pieces {
     size_t *slot;       /* n + 1 slot offsets into buf */
     int *len;           /* stream size of each piece; -1 while unknown */
     size_t ncap;        /* entries allocated for slot / len */
+    size_t *at;         /* NULL: pieces of `chunk` elements; else n + 1 element offsets (grid tables, gsum.h) */
+    int borrowed;       /* buf belongs to another zmpi_pieces (a view): not released */
 } zmpi_pieces;
 
 /* Lays out p for a block of count elements (reusing its memory, growing it

@@ -163,7 +163,7 @@ int zmpi_reduce_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
 
     memset(s, 0, sizeof *s);
     ZMPI_CHECK(zmpi_reduce_begin(c, in, recvbuf, count, 0,
-                                 op == MPI_SUM ? (double)(n - 1) : zmpi_ceil_log2(n), NULL, NULL, &go));
+                                 op == MPI_SUM ? (double)(n - 1) : zmpi_ceil_log2(n), op, NULL, NULL, NULL, &go));
     if (!go)
         goto fn_exit;
     s->c = c;

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/common/gsum.h"
 #include "coll/common/halving.h"
 #include "coll/common/rdb.h"
 #include "coll/common/reduce_steps.h"
@@ -113,28 +114,46 @@ int zmpi_reduce_rsg(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t cou
     int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size, r = c->rank, go = 0;
     const void *in = (r == root && sendbuf == MPI_IN_PLACE) ? recvbuf : sendbuf;
     size_t *counts = NULL, *displs = NULL, es = c->es;
-    unsigned char *own = NULL, *tmp = NULL;
+    unsigned char *own = NULL, *tmp = NULL, *res = recvbuf;
+    zmpi_gsum g = {0};
+    zmpi_gtable t = {0};
 
-    ZMPI_CHECK(zmpi_reduce_begin(c, in, recvbuf, count, n, (double)n, &counts, &displs, &go));
+    ZMPI_CHECK(zmpi_reduce_begin(c, in, recvbuf, count, n, (double)n, op, &g, &counts, &displs, &go));
     if (!go)
         goto fn_exit;
-    if (r == root) {
+    if (g.d) { /* on grid codes: reduced, gathered and decoded at the root in the codes */
+        in = res = (unsigned char *)g.d;
+        es = c->es;
+        own = res + displs[r] * es;
+    } else if (r == root) {
         own = (unsigned char *)recvbuf + displs[r] * es;
     } else {
         ZMPI_CHECK(zmpi_scratch_get(c, counts[r] * es, &tmp));
         own = tmp;
     }
-    if (zmpi_is_pow2(n)) /* recursive halving: log2 N messages instead of N - 1 */
+    if (g.d) { /* summed packed; the own block unpacked into the codes */
+        ZMPI_CHECK(zmpi_gtable_pack(c, &g, counts, displs, n, &t));
+        if (zmpi_is_pow2(n))
+            ZMPI_CHECK(zmpi_gtable_halving(c, &t, n, r, NULL, ZMPI_TAG_REDUCE, &corrupt));
+        else
+            ZMPI_CHECK(zmpi_gtable_ring(c, &t, ZMPI_TAG_REDUCE, &corrupt));
+        ZMPI_CHECK(zmpi_gtable_unpack(c, &t, &g, displs, r, r + 1, &corrupt));
+    } else if (zmpi_is_pow2(n)) { /* recursive halving: log2 N messages instead of N - 1 */
         ZMPI_CHECK(zmpi_halving_reduce_scatter_copy(c, in, own, count, counts, displs, op, ZMPI_TAG_REDUCE,
                                                     &corrupt));
-    else
+    } else {
         ZMPI_CHECK(zmpi_ring_reduce_scatter(c, in, own, counts, displs, op, ZMPI_TAG_REDUCE, &corrupt));
+    }
     if (r == root)
-        ZMPI_CHECK(gather_root(c, recvbuf, counts, displs, ZMPI_TAG_REDUCE, &corrupt));
+        ZMPI_CHECK(gather_root(c, res, counts, displs, ZMPI_TAG_REDUCE, &corrupt));
     else
         ZMPI_CHECK(gather_send(c, own, counts[r], root, ZMPI_TAG_REDUCE));
+    if (g.d && r == root)
+        ZMPI_CHECK(zmpi_gsum_decode(c, &g, counts, displs, 0, n, recvbuf));
     rc = corrupt;
 fn_exit:
+    zmpi_gtable_free(c, &t);
+    zmpi_gsum_end(c, &g);
     free(counts);
     free(displs);
     zmpi_scratch_put(c, tmp);

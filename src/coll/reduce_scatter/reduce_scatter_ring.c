@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/common/gsum.h"
 #include "coll/common/halving.h"
 #include "coll/common/ring.h"
 #include "coll/reduce_scatter/reduce_scatter.h"
@@ -115,6 +116,9 @@ int zmpi_reduce_scatter_run(zmpi_call *c, const void *sendbuf, void *recvbuf, co
     int rc = MPI_SUCCESS, corrupt = MPI_SUCCESS, n = c->size;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     size_t *counts = NULL, *displs = NULL, total = 0;
+    zmpi_gsum g = {0};
+    zmpi_gtable t = {0};
+    void *out = recvbuf;
 
     ZMPI_CHECK(zmpi_alloc((size_t)n * sizeof *counts, &counts));
     ZMPI_CHECK(zmpi_alloc((size_t)n * sizeof *displs, &displs));
@@ -130,15 +134,27 @@ int zmpi_reduce_scatter_run(zmpi_call *c, const void *sendbuf, void *recvbuf, co
             memcpy(recvbuf, in, counts[0] * c->es);
         goto fn_exit;
     }
-    ZMPI_CHECK(zmpi_call_bound(c, (double)(n - 1), in, total));
-    if (halving)
-        ZMPI_CHECK(zmpi_halving_reduce_scatter_copy(c, in, recvbuf, total, counts, displs, op,
+    /* N - 1 compressions on the classic path; N quantisations on grid codes */
+    ZMPI_CHECK(zmpi_gsum_begin(c, op, in, total, counts, displs, n, (double)(n - 1), &g));
+    if (g.d) { /* summed packed; the own block unpacked into the codes and decoded into recvbuf */
+        ZMPI_CHECK(zmpi_gtable_pack(c, &g, counts, displs, n, &t));
+        if (halving)
+            ZMPI_CHECK(zmpi_gtable_halving(c, &t, n, c->rank, NULL, ZMPI_TAG_REDUCE_SCATTER, &corrupt));
+        else
+            ZMPI_CHECK(zmpi_gtable_ring(c, &t, ZMPI_TAG_REDUCE_SCATTER, &corrupt));
+        ZMPI_CHECK(zmpi_gtable_unpack(c, &t, &g, displs, c->rank, c->rank + 1, &corrupt));
+    } else if (halving) {
+        ZMPI_CHECK(zmpi_halving_reduce_scatter_copy(c, in, out, total, counts, displs, op,
                                                     ZMPI_TAG_REDUCE_SCATTER, &corrupt));
-    else
-        ZMPI_CHECK(
-            zmpi_ring_reduce_scatter(c, in, recvbuf, counts, displs, op, ZMPI_TAG_REDUCE_SCATTER, &corrupt));
+    } else {
+        ZMPI_CHECK(zmpi_ring_reduce_scatter(c, in, out, counts, displs, op, ZMPI_TAG_REDUCE_SCATTER, &corrupt));
+    }
+    if (g.d)
+        ZMPI_CHECK(zmpi_gsum_decode(c, &g, counts, displs, c->rank, 1, recvbuf));
     rc = corrupt;
 fn_exit:
+    zmpi_gtable_free(c, &t);
+    zmpi_gsum_end(c, &g);
     free(counts);
     free(displs);
     return rc;

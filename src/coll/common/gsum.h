@@ -1,0 +1,101 @@
+/*
+ * Sums on grid codes, the homomorphic path of the SUM reductions
+ * (Allreduce `ring` and `rhd`, Reduce_scatter): instead of decompressing,
+ * adding and recompressing at every step, every rank quantises its input
+ * once to integer codes on one grid all ranks share, and the partial sums
+ * travel as packed code differences (zmpi_grid_pack) that are added as
+ * integers on arrival (zmpi_grid_unpack with an addend: one pass, no
+ * floating point, no prediction). Integer sums are exact, so the result's
+ * error is the N quantisations alone and never grows along the way.
+ *
+ * When. Under ZMPI_CODEC=auto (the default), for MPI_SUM in result scope
+ * with a bound (ABS or REL), if all ranks' inputs are finite and the codes
+ * of the sum stay below 2^30 in magnitude. One small allreduce (the finite
+ * minimum and maximum and a non-finite flag of every rank's input) decides
+ * it on all ranks alike; it replaces the allreduce that REL needs anyway.
+ * Otherwise the algorithm runs as before (decompress-reduce-compress, NaN
+ * and Inf carried exactly by the codec), with the bound set from the same
+ * figures. An explicitly configured codec (ZMPI_CODEC=fzl, ...) keeps the
+ * classic path: its streams are what the user asked for.
+ *
+ * Grid. eb the absolute bound (ABS; REL: rel * (max - min) over all ranks),
+ * N ranks, e = eb / N: step h = 2e (1 - 2^-17), and every rank checks
+ * |x - q h| <= e (1 - 2^-18) for each element (in double; it cannot fail for
+ * finite inputs below the agreed maximum, and a failure is an error, never
+ * a silent result). The result is Q h, Q the exact integer sum of the N
+ * codes, computed in double and rounded once to the datatype:
+ *   |result - sum x| <= N e (1 - 2^-18) + |Q h| 2^-53 <= eb
+ * plus that one rounding to the datatype (half an ulp of the result; plain
+ * MPI rounds at every one of its N - 1 additions). Every rank decodes the
+ * same integers: results are bit-identical on all ranks.
+ *
+ * Codes are quantised per block of the algorithm's final partition
+ * (differences restart at every block), so that a block is decoded alone
+ * (Reduce_scatter keeps one block only).
+ */
+#ifndef ZMPI_COLL_COMMON_GSUM_H
+#define ZMPI_COLL_COMMON_GSUM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/common/ring.h"
+#include "core/core.h"
+
+typedef struct zmpi_gsum {
+    int32_t *d;    /* the input's code differences (count), the call's scratch; NULL: not on grid */
+    size_t count;
+    double step;
+} zmpi_gsum;
+
+/* Decides (collectively) whether the reduction of `in` (count elements, the
+ * final partition: nblocks blocks at displs with counts) runs on grid codes.
+ * On: g->d holds the codes of `in`, the call is in grid mode (c->grid,
+ * c->es = 4) until zmpi_gsum_end. Off: g->d is NULL and the per-compression
+ * bound is set for `hops` compressions, as zmpi_call_bound does. */
+int zmpi_gsum_begin(zmpi_call *c, MPI_Op op, const void *in, size_t count, const size_t *counts,
+                    const size_t *displs, int nblocks, double hops, zmpi_gsum *g);
+/* Decodes blocks [b0, b0 + nb) of the partition from g->d into out (block
+ * b at out + (displs[b] - displs[b0]) elements of the datatype). */
+int zmpi_gsum_decode(zmpi_call *c, const zmpi_gsum *g, const size_t *counts, const size_t *displs, int b0,
+                     int nb, void *out);
+/* Leaves grid mode and releases the codes (safe on a zeroed g). */
+void zmpi_gsum_end(zmpi_call *c, zmpi_gsum *g);
+
+/* The partial sums of a reduce-scatter on grid codes, kept packed: every
+ * block of the partition cut into pieces (cfg.chunk elements from the
+ * block's start, never across blocks), each piece a zmpi_grid_pack of its
+ * code differences in a slot of the worst-case size. An exchange sends
+ * pieces as they are and adds the arriving ones into the table with
+ * zmpi_grid_add: partial sums are never unpacked on the way. */
+typedef struct zmpi_gtable {
+    zmpi_pieces all;  /* every piece of every block (explicit offsets) */
+    size_t *bfirst;   /* nblocks + 1: the first piece of each block */
+    int nblocks;
+    unsigned char *sum; /* one piece of the worst-case size: zmpi_grid_add's output */
+    size_t sumcap;
+} zmpi_gtable;
+
+/* Lays out the table of the partition and packs the codes g->d into it
+ * (the one packing of the rank's input). */
+int zmpi_gtable_pack(zmpi_call *c, const zmpi_gsum *g, const size_t *counts, const size_t *displs, int nblocks,
+                     zmpi_gtable *t);
+/* Unpacks the pieces of blocks [b0, b1) into g->d (at their displs). A
+ * corrupt piece sets *corrupt. */
+int zmpi_gtable_unpack(zmpi_call *c, const zmpi_gtable *t, const zmpi_gsum *g, const size_t *displs, int b0,
+                       int b1, int *corrupt);
+/* One step: the table's pieces of blocks [s0, s1) go to rank `to` as they
+ * are, the pieces of blocks [k0, k1) from rank `from` are added into the
+ * table as they arrive (either range may be empty). A corrupt piece sets
+ * *corrupt; the step goes on. */
+int zmpi_gtable_exchange(zmpi_call *c, zmpi_gtable *t, int s0, int s1, int to, int k0, int k1, int from, int tag,
+                         int *corrupt);
+void zmpi_gtable_free(zmpi_call *c, zmpi_gtable *t);
+/* Reduce-scatter on the table: the ring over N = c->size blocks (block r
+ * ends complete at rank r), or recursive halving over p = 2^k members
+ * (member v = rank ranks[v], NULL: rank v; block v ends complete at member
+ * v; coll/common/halving.h). */
+int zmpi_gtable_ring(zmpi_call *c, zmpi_gtable *t, int tag, int *corrupt);
+int zmpi_gtable_halving(zmpi_call *c, zmpi_gtable *t, int p, int v, const int *ranks, int tag, int *corrupt);
+
+#endif

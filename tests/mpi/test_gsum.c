@@ -1,0 +1,156 @@
+/*
+ * SUM reductions on grid codes (coll/common/gsum.h): under ZMPI_CODEC=auto,
+ * Allreduce (ring, rhd), Reduce_scatter (ring, rhd) and Reduce (rsg) add
+ * packed integer codes instead of decompressing, adding and recompressing.
+ *
+ * Checked at every rank count: every element of every result within the
+ * user's bound in result scope (REL: rel * (max - min) of all inputs) plus
+ * the rounding allowance of reduction.h, for float and double, ABS and REL,
+ * counts 1, < ranks, not divisible by ranks, 5000, MPI_IN_PLACE; Allreduce
+ * results bit-identical on all ranks; the grid path taken (ZMPI_Stats
+ * .grid_sums counts it) exactly where it must be, and the classic path
+ * (still within its bound, non-finite values carried exactly) where it must
+ * not: NaN/Inf in an input, codes that could overflow (a bound far below
+ * the values' magnitude), message scope, MIN/MAX, an explicitly configured
+ * codec.
+ */
+#include <stdlib.h>
+
+#include "reduction.h"
+
+static mt_state T;
+static MPI_Comm comm;
+static int rank, nranks;
+
+enum { ALLREDUCE_RING, ALLREDUCE_RHD, RS_RING, RS_RHD, REDUCE_RSG, NCOLL };
+static const char *const coll_name[NCOLL] = {"allreduce-ring", "allreduce-rhd", "reduce_scatter-ring",
+                                             "reduce_scatter-rhd", "reduce-rsg"};
+
+static int configure(const rt_case *k, int coll, zmpi_codec codec)
+{
+    static const ZMPI_Coll colls[NCOLL] = {ZMPI_COLL_ALLREDUCE, ZMPI_COLL_ALLREDUCE, ZMPI_COLL_REDUCE_SCATTER,
+                                           ZMPI_COLL_REDUCE_SCATTER, ZMPI_COLL_REDUCE};
+    static const char *const algo[NCOLL] = {"ring", "rhd", "ring", "rhd", "rsg"};
+    /* small pieces: several per block */
+    return rt_config_codec(comm, k, 0, 256, colls[coll], ZMPI_Coll_algorithm_from_name(colls[coll], algo[coll]),
+                           codec);
+}
+
+/* One reduction of m elements per block (count = m * N for Reduce_scatter,
+ * else m), checked; want_grid: whether the grid path must run. */
+static void one(const rt_case *k, int coll, size_t m, int inplace, rt_data data, zmpi_codec codec, int want_grid)
+{
+    int rs = coll == RS_RING || coll == RS_RHD, root = nranks - 1;
+    size_t n = rs ? m * (size_t)nranks : m, es = rt_es(k->type), wn = n * (size_t)rt_mult(k->op);
+    size_t mine = rs ? m : n, wes = rt_wes(k->type);
+    void *in = mt_xmalloc(n * es), *got = mt_xmalloc(n * es);
+    void *win = mt_xmalloc(wn * wes), *wref = mt_xmalloc(wn * wes);
+    char what[240];
+
+    rt_fill(in, n, k->type, rank, data, k->op);
+    rt_widen(in, n, k->type, k->op, win);
+    MPI_Allreduce(win, wref, (int)wn, rt_wtype(k->type), k->op, comm);
+    double R = mt_global_range(in, n, k->type, comm);
+    int rc = configure(k, coll, codec);
+    MT_CHECK(&T, rc == MPI_SUCCESS, "config rc %d", rc);
+    ZMPI_Stats s0 = mt_stats(comm);
+    const void *send = in;
+    if (inplace) {
+        memcpy(got, in, n * es);
+        send = MPI_IN_PLACE;
+    }
+    if (coll == ALLREDUCE_RING || coll == ALLREDUCE_RHD) {
+        rc = ZMPI_Allreduce(send, got, (int)n, k->type, k->op, comm);
+    } else if (rs) {
+        int *counts = mt_xmalloc((size_t)nranks * sizeof *counts);
+        for (int b = 0; b < nranks; b++)
+            counts[b] = (int)m;
+        rc = ZMPI_Reduce_scatter(send, got, counts, k->type, k->op, comm);
+        free(counts);
+    } else {
+        if (inplace && rank != root)
+            send = in; /* MPI_IN_PLACE is the root's only */
+        rc = ZMPI_Reduce(send, got, (int)n, k->type, k->op, root, comm);
+    }
+    ZMPI_Stats s1 = mt_stats(comm);
+    snprintf(what, sizeof what, "%s %s %s %s %s m=%zu inplace=%d data=%d codec=%s", coll_name[coll],
+             rt_type_name(k->type), rt_mode_name(k->mode), rt_scope_name(k->scope), rt_op_name(k->op), m, inplace,
+             (int)data, zmpi_codec_name(codec));
+    MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
+    int grid = (int)(s1.grid_sums - s0.grid_sums);
+    int expect = want_grid && nranks > 1 && n > 0;
+    MT_CHECK(&T, grid == expect, "%s: %d calls on grid codes, want %d", what, grid, expect);
+    /* a message-scope result has the classic path's bound (N compressions) */
+    double bound = rt_bound(k, R, nranks, nranks - 1, 1);
+    const unsigned char *ref = (const unsigned char *)wref + (rs ? (size_t)rank * m * (size_t)rt_mult(k->op) * wes : 0);
+    if (coll != REDUCE_RSG || rank == root) {
+        rt_result res = rt_check_result(&T, what, k, got, ref, mine, bound);
+        if (m >= ((size_t)1 << 18) && rank == 0)
+            rt_print_report(what, res.ratio, bound, s1.bytes_raw - s0.bytes_raw, s1.bytes_sent - s0.bytes_sent);
+    }
+    if (coll == ALLREDUCE_RING || coll == ALLREDUCE_RHD)
+        MT_CHECK(&T, rt_same_everywhere(rt_hash(got, n * es), comm), "%s: ranks got different results", what);
+    free(in);
+    free(got);
+    free(win);
+    free(wref);
+}
+
+/* The SUM cases in result scope: float/double x ABS/REL, on the grid. */
+static void grid_cases(void)
+{
+    size_t ms[4] = {1, (size_t)(nranks > 1 ? nranks - 1 : 1), (size_t)(7 * nranks + 3), 5000};
+    int i = 0;
+    for (int coll = 0; coll < NCOLL; coll++) {
+        for (int t = 0; t < 2; t++) {
+            for (int md = 0; md < 2; md++, i++) {
+                zmpi_eb_mode mode = md ? ZMPI_EB_REL : ZMPI_EB_ABS;
+                rt_case k = {t ? MPI_DOUBLE : MPI_FLOAT, mode, rt_eb_for(mode), ZMPI_SCOPE_RESULT, MPI_SUM};
+                one(&k, coll, ms[i % 4], i % 3 == 0, RT_FIELD, ZMPI_CODEC_AUTO, 1);
+            }
+        }
+    }
+    /* white noise: no structure to predict, every code difference large */
+    rt_case kn = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
+    one(&kn, ALLREDUCE_RHD, 20000, 0, RT_NOISE, ZMPI_CODEC_AUTO, 1);
+    one(&kn, RS_RING, 3000, 1, RT_NOISE, ZMPI_CODEC_AUTO, 1);
+}
+
+/* Where the grid must not run; the classic path's guarantees hold. */
+static void classic_cases(void)
+{
+    rt_case nan = {MPI_FLOAT, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_RESULT, MPI_SUM};
+    rt_case tiny = {MPI_FLOAT, ZMPI_EB_ABS, 1e-9, ZMPI_SCOPE_RESULT, MPI_SUM}; /* codes beyond 2^30 */
+    rt_case msg = {MPI_DOUBLE, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_MESSAGE, MPI_SUM};
+    rt_case mx = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_RESULT, MPI_MAX};
+    rt_case ok = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
+    for (int coll = 0; coll < NCOLL; coll++) {
+        one(&nan, coll, 1000, 0, RT_SPECIAL, ZMPI_CODEC_AUTO, 0);
+        one(&tiny, coll, 3000, coll % 2, RT_FIELD, ZMPI_CODEC_AUTO, 0);
+    }
+    one(&msg, ALLREDUCE_RHD, 3000, 0, RT_FIELD, ZMPI_CODEC_AUTO, 0);
+    one(&mx, ALLREDUCE_RING, 3000, 1, RT_FIELD, ZMPI_CODEC_AUTO, 0);
+    one(&ok, ALLREDUCE_RHD, 3000, 0, RT_FIELD, ZMPI_CODEC_FZL, 0);
+    one(&ok, RS_RHD, 3000, 0, RT_FIELD, ZMPI_CODEC_FZR, 0);
+}
+
+/* A large real field: the figures of the grid path (rank 0 prints max
+ * error / bound and the ratio of the packed codes). */
+static void large(void)
+{
+    rt_case k = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
+    one(&k, ALLREDUCE_RHD, (size_t)1 << 18, 1, RT_FIELD, ZMPI_CODEC_AUTO, 1);
+}
+
+int main(int argc, char **argv)
+{
+    mt_init(&T, &argc, &argv, "test_gsum");
+    rank = T.rank;
+    nranks = T.size;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    grid_cases();
+    classic_cases();
+    large();
+    MPI_Comm_free(&comm);
+    return mt_finish(&T);
+}
