@@ -70,16 +70,23 @@ typedef struct rhd_state {
     size_t mylen;
     int *ranks;
     int p, rem, v, corrupt;
+    const zmpi_gsum *g; /* on grid codes: each arriving block is decoded into out at once */
+    void *out;
 } rhd_state;
 
 static int rhd_decompress(void *arg, int first, int n)
 {
     rhd_state *s = arg;
-    for (int b = first; b < first + n; b++)
+    int rc = MPI_SUCCESS;
+    for (int b = first; b < first + n; b++) {
         if (zmpi_dm_decompress(s->c, s->z + s->off[b], s->off[b + 1] - s->off[b],
                                s->res + s->displs[b] * s->c->es, s->counts[b]))
             s->corrupt = MPI_ERR_OTHER;
-    return MPI_SUCCESS;
+        if (s->g && !rc) /* while the next blocks travel, and while this one is in cache */
+            rc = zmpi_gsum_decode(s->c, s->g, s->counts, s->displs, b, 1,
+                                  (unsigned char *)s->out + s->displs[b] * s->c->grid_es);
+    }
+    return rc;
 }
 
 /* Members and pairs (s->p set): the first 2*rem ranks pair up (2i, 2i+1),
@@ -131,7 +138,7 @@ static int rhd_spread(rhd_state *s, int r)
     ZMPI_CHECK(zmpi_rdb_layout(c, s->mine, s->mylen, p, s->v, s->ranks, s->off, &s->z));
     if (s->v < 0) {
         ZMPI_CHECK(zmpi_dm_recv(c, s->z, s->off[p], r + 1, ZMPI_TAG_ALLREDUCE));
-        rhd_decompress(s, 0, p);
+        ZMPI_CHECK(rhd_decompress(s, 0, p));
         goto fn_exit;
     }
     ZMPI_CHECK(zmpi_rdb_allgather(c, s->z, s->off, p, s->v, s->ranks, ZMPI_TAG_ALLREDUCE, rhd_decompress, s));
@@ -168,6 +175,8 @@ int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
     ZMPI_CHECK(rhd_members(&s, c->size, r));
     if (g.d) { /* on grid codes: summed packed, the own block unpacked into the codes */
         s.res = (unsigned char *)g.d;
+        s.g = &g;
+        s.out = recvbuf;
         ZMPI_CHECK(zmpi_gtable_pack(c, &g, s.counts, s.displs, s.p, &t));
         if (s.rem > 0 && r < 2 * s.rem) /* pairing, as below */
             ZMPI_CHECK(s.v < 0 ? zmpi_gtable_exchange(c, &t, 0, s.p, r + 1, 0, 0, r + 1, ZMPI_TAG_ALLREDUCE,
@@ -192,9 +201,7 @@ int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
     }
     if (s.v >= 0)
         ZMPI_CHECK(rhd_reduce(&s, op, g.d != NULL));
-    ZMPI_CHECK(rhd_spread(&s, r));
-    if (g.d)
-        ZMPI_CHECK(zmpi_gsum_decode(c, &g, s.counts, s.displs, 0, s.p, recvbuf));
+    ZMPI_CHECK(rhd_spread(&s, r)); /* on grid codes it decodes every block into recvbuf too */
     rc = s.corrupt;
 fn_exit:
     zmpi_gtable_free(c, &t);

@@ -124,17 +124,9 @@ int zmpi_gtable_pack(zmpi_call *c, const zmpi_gsum *g, const size_t *counts, con
     p->cap = total;
     ZMPI_CHECK(zmpi_scratch_get(c, maxw ? maxw : 1, &t->sum));
     t->sumcap = maxw;
-    const uint64_t t0 = zmpi_clock_ns();
-    for (size_t j = 0; j < n; j++) { /* the rank's input, packed once */
-        size_t m = zmpi_pieces_count(p, j);
-        ptrdiff_t len = zmpi_grid_pack(g->d + p->at[j], m, p->buf + p->slot[j], p->slot[j + 1] - p->slot[j]);
-        if (len < 0) {
-            rc = MPI_ERR_INTERN; /* the slot has the worst-case size: a bug */
-            goto fn_fail;
-        }
-        p->len[j] = (int)len;
-    }
-    atomic_fetch_add(&c->st->ns_compress, zmpi_clock_ns() - t0);
+    for (size_t j = 0; j < n; j++)
+        p->len[j] = -1; /* packed when first needed (table_ready) */
+    t->codes = g->d;
 fn_exit:
     return rc;
 fn_fail:
@@ -146,8 +138,24 @@ int zmpi_gtable_unpack(zmpi_call *c, const zmpi_gtable *t, const zmpi_gsum *g, c
 {
     (void)displs;
     for (size_t j = t->bfirst[b0]; j < t->bfirst[b1]; j++)
-        if (zmpi_pieces_decompress(c, &t->all, j, g->d))
+        if (t->all.len[j] >= 0 && zmpi_pieces_decompress(c, &t->all, j, g->d)) /* never packed: the codes are current */
             *corrupt = MPI_ERR_OTHER;
+    return MPI_SUCCESS;
+}
+
+/* Packs piece j from the codes unless it is packed already. */
+static int table_ready(zmpi_call *c, zmpi_gtable *t, size_t j)
+{
+    zmpi_pieces *p = &t->all;
+    if (p->len[j] >= 0)
+        return MPI_SUCCESS;
+    const uint64_t t0 = zmpi_clock_ns();
+    ptrdiff_t len = zmpi_grid_pack(t->codes + p->at[j], zmpi_pieces_count(p, j), p->buf + p->slot[j],
+                                   p->slot[j + 1] - p->slot[j]);
+    atomic_fetch_add(&c->st->ns_compress, zmpi_clock_ns() - t0);
+    if (len < 0)
+        return MPI_ERR_INTERN; /* the slot has the worst-case size: a bug */
+    p->len[j] = (int)len;
     return MPI_SUCCESS;
 }
 
@@ -191,17 +199,21 @@ int zmpi_gtable_exchange(zmpi_call *c, zmpi_gtable *t, int s0, int s1, int to, i
     int rc = MPI_SUCCESS;
     zmpi_pieces pout = {0}, pin = {0}, *a = &t->all;
     zmpi_xchg x = {0};
-    size_t ks = t->bfirst[k0];
+    size_t ks = t->bfirst[k0], ss = t->bfirst[s0];
 
     ZMPI_CHECK(table_part(c, t, t->bfirst[s0], t->bfirst[s1], 0, &pout));
     ZMPI_CHECK(table_part(c, t, ks, t->bfirst[k1], 1, &pin));
     ZMPI_CHECK(zmpi_xchg_start(c, &x, tag, pin.n ? from : MPI_PROC_NULL, &pin, pout.n ? to : MPI_PROC_NULL, &pout));
-    for (size_t j = 0; j < pout.n; j++) {
+    for (size_t j = 0; j < pout.n; j++) { /* each piece leaves as soon as it is packed */
+        ZMPI_CHECK(table_ready(c, t, ss + j));
+        pout.len[j] = a->len[ss + j];
         zmpi_stat_sent(c, zmpi_pieces_count(&pout, j) * c->grid_es, (size_t)pout.len[j]);
         ZMPI_CHECK(zmpi_xchg_send(&x, j));
+        ZMPI_CHECK(zmpi_xchg_poll(&x));
     }
     for (size_t j = 0; j < pin.n; j++) {
         size_t g = ks + j, m = zmpi_pieces_count(&pin, j);
+        ZMPI_CHECK(table_ready(c, t, g));
         ZMPI_CHECK(zmpi_xchg_wait_piece(&x, j));
         const uint64_t t0 = zmpi_clock_ns();
         ptrdiff_t len = pin.len[j] < 0 ? ZMPI_ERR_CORRUPT

@@ -74,10 +74,13 @@ typedef struct zmpi_gtable {
     int nblocks;
     unsigned char *sum; /* one piece of the worst-case size: zmpi_grid_add's output */
     size_t sumcap;
+    const int32_t *codes; /* the rank's codes (g->d): a piece is packed from them when first needed */
 } zmpi_gtable;
 
-/* Lays out the table of the partition and packs the codes g->d into it
- * (the one packing of the rank's input). */
+/* Lays out the table of the partition over the codes g->d. Each piece is
+ * packed once, when an exchange first needs it (the first exchange sends
+ * pieces while the next ones are packed); a piece never packed is its
+ * codes in g->d. */
 int zmpi_gtable_pack(zmpi_call *c, const zmpi_gsum *g, const size_t *counts, const size_t *displs, int nblocks,
                      zmpi_gtable *t);
 /* Unpacks the pieces of blocks [b0, b1) into g->d (at their displs). A
