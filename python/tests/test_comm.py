@@ -153,6 +153,22 @@ def test_stats_show_compression(zc):
     assert isinstance(pays, bool)
 
 
+def test_sum_on_grid_codes(zc):
+    """A float SUM under the default codec (auto) adds packed grid codes: counted, within the bound."""
+    if zc.config().codec != "auto":
+        pytest.skip("the grid path runs under ZMPI_CODEC=auto only")
+    x = data(1 << 16, np.float32, R)
+    out = np.empty_like(x)
+    before = zc.stats()
+    zc.Allreduce(x, out)
+    after = zc.stats()
+    ref = np.empty(x.size, np.float64)
+    MPI.COMM_WORLD.Allreduce(x.astype(np.float64), ref)
+    within(out, ref, EB + 1e-6 * np.abs(ref).max())  # the bound plus the result's one rounding to float
+    if N > 1:
+        assert after["grid_sums"] == before["grid_sums"] + 1
+
+
 def test_plain_types_pass_through(zc):
     x = np.arange(1000, dtype=np.int64) * (R + 1)
     out = np.zeros_like(x)
