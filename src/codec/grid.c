@@ -214,7 +214,7 @@ static inline void grid_values(const uint64_t pl[32], unsigned P, size_t m, cons
 
 /* Stores a block of P planes at o + pos (directly when a worst-case block
  * fits, else through a copy), or returns ZMPI_ERR_DST_TOO_SMALL. */
-#define ZMPI_CHECK_STORE(pl, P, o, pos, cap)                                                                \
+#define GRID_STORE(pl, P, o, pos, cap)                                                                      \
     do {                                                                                                    \
         if ((cap) - (pos) >= GRID_BLOCK_MAX) {                                                              \
             (pos) += store_planes((pl), (P), (o) + (pos));                                                  \
@@ -263,7 +263,7 @@ ptrdiff_t zc_grid_pack_impl(const int32_t *d, size_t n, void *dst, size_t cap, i
         size_t m = n - done < GRID_B ? n - done : GRID_B;
         uint64_t pl[32];
         unsigned P = grid_planes(d + done, m, pl, simd);
-        ZMPI_CHECK_STORE(pl, P, o, pos, cap);
+        GRID_STORE(pl, P, o, pos, cap);
     }
     grid_close(o, pos - GRID_HDR, n);
     return (ptrdiff_t)pos;
@@ -323,7 +323,7 @@ ptrdiff_t zmpi_grid_add(const void *a, size_t alen, const void *b, size_t blen, 
             s[k] = t ^ carry;
             carry = (x[k] & y[k]) | (carry & t);
         }
-        ZMPI_CHECK_STORE(s, P, o, pos, cap);
+        GRID_STORE(s, P, o, pos, cap);
         ia += ba;
         ib += bb;
     }
