@@ -392,7 +392,7 @@ ALGO_SETTER(set_alg_reduce, ZMPI_COLL_REDUCE)
 static const zmpi_setting settings[] = {
     {"ZMPI_CODEC", "auto",
      "codec of the compressed messages: auto (fzl, or fzr where the model finds its higher ratio pays: needs "
-     "ZMPI_NET_BW) or any of `zmpi codec list`; the inter-step ones (xorlzc-inter, trunc-inter, "
+     "ZMPI_NET_BW; SUM reductions in result scope add packed grid codes) or any of `zmpi codec list`; the inter-step ones (xorlzc-inter, trunc-inter, "
      "dp2sp-inter) code point-to-point and Alltoall(v) messages against the previous message of their channel, the "
      "other collectives with the intra-step variant (xorlzc, trunc, dp2sp)",
      set_codec},
