@@ -116,6 +116,45 @@ static void grid_cases(void)
     one(&kn, RS_RING, 3000, 1, RT_NOISE, ZMPI_CODEC_AUTO, 1);
 }
 
+/* Reduce_scatter with uneven recvcounts, empty blocks among them (rank b
+ * gets 0 elements when b % 3 == 1): the table's empty ranges send and
+ * receive nothing. */
+static void uneven_blocks(void)
+{
+    rt_case k = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
+    int *counts = mt_xmalloc((size_t)nranks * sizeof *counts), off = 0, mine_off = 0;
+    for (int b = 0; b < nranks; b++) {
+        counts[b] = b % 3 == 1 ? 0 : 300 + 77 * b;
+        if (b < rank)
+            mine_off += counts[b];
+        off += counts[b];
+    }
+    size_t n = (size_t)off, mine = (size_t)counts[rank], wn = 2 * n;
+    float *in = mt_xmalloc(n * sizeof *in), *got = mt_xmalloc((mine + 1) * sizeof *got);
+    void *win = mt_xmalloc(wn * rt_wes(k.type)), *wref = mt_xmalloc(wn * rt_wes(k.type));
+    rt_fill(in, n, k.type, rank, RT_FIELD, k.op);
+    rt_widen(in, n, k.type, k.op, win);
+    MPI_Allreduce(win, wref, (int)wn, rt_wtype(k.type), k.op, comm);
+    double R = mt_global_range(in, n, k.type, comm);
+    for (int coll = RS_RING; coll <= RS_RHD; coll++) {
+        MT_CHECK(&T, configure(&k, coll, ZMPI_CODEC_AUTO) == MPI_SUCCESS, "config");
+        ZMPI_Stats s0 = mt_stats(comm);
+        int rc = ZMPI_Reduce_scatter(in, got, counts, k.type, k.op, comm);
+        ZMPI_Stats s1 = mt_stats(comm);
+        MT_CHECK(&T, rc == MPI_SUCCESS, "%s uneven: rc %d", coll_name[coll], rc);
+        MT_CHECK(&T, (int)(s1.grid_sums - s0.grid_sums) == (nranks > 1), "%s uneven: grid path not taken",
+                 coll_name[coll]);
+        rt_check_result(&T, coll == RS_RING ? "reduce_scatter-ring uneven" : "reduce_scatter-rhd uneven", &k, got,
+                        (const unsigned char *)wref + (size_t)mine_off * 2 * rt_wes(k.type), mine,
+                        rt_bound(&k, R, nranks, nranks - 1, 1));
+    }
+    free(counts);
+    free(in);
+    free(got);
+    free(win);
+    free(wref);
+}
+
 /* Where the grid must not run; the classic path's guarantees hold. */
 static void classic_cases(void)
 {
@@ -149,6 +188,7 @@ int main(int argc, char **argv)
     nranks = T.size;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     grid_cases();
+    uneven_blocks();
     classic_cases();
     large();
     MPI_Comm_free(&comm);
