@@ -177,7 +177,7 @@ int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
         s.res = (unsigned char *)g.d;
         s.g = &g;
         s.out = recvbuf;
-        ZMPI_CHECK(zmpi_gtable_pack(c, &g, s.counts, s.displs, s.p, &t));
+        ZMPI_CHECK(zmpi_gtable_layout(c, &g, s.counts, s.displs, s.p, &t));
         if (s.rem > 0 && r < 2 * s.rem) /* pairing, as below */
             ZMPI_CHECK(s.v < 0 ? zmpi_gtable_exchange(c, &t, 0, s.p, r + 1, 0, 0, r + 1, ZMPI_TAG_ALLREDUCE,
                                                       &s.corrupt)
@@ -185,7 +185,7 @@ int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
                                                       &s.corrupt));
         if (s.v >= 0) {
             ZMPI_CHECK(zmpi_gtable_halving(c, &t, s.p, s.v, s.ranks, ZMPI_TAG_ALLREDUCE, &s.corrupt));
-            ZMPI_CHECK(zmpi_gtable_unpack(c, &t, &g, s.displs, s.v, s.v + 1, &s.corrupt));
+            ZMPI_CHECK(zmpi_gtable_unpack(c, &t, s.v, s.v + 1, &s.corrupt));
         }
     } else if (in != recvbuf) { /* reduced in place from here on */
         memcpy(recvbuf, in, count * c->es);

@@ -65,9 +65,8 @@ fn_fail:
 int zmpi_gsum_decode(zmpi_call *c, const zmpi_gsum *g, const size_t *counts, const size_t *displs, int b0,
                      int nb, void *out)
 {
-    size_t es = c->grid > 0 ? c->grid_es : c->es;
-    for (int b = b0; b < b0 + nb; b++) {
-        unsigned char *y = (unsigned char *)out + (displs[b] - displs[b0]) * es;
+    for (int b = b0; b < b0 + nb; b++) { /* in grid mode: the datatype's size is grid_es */
+        unsigned char *y = (unsigned char *)out + (displs[b] - displs[b0]) * c->grid_es;
         if (zmpi_grid_dequantize(g->d + displs[b], counts[b], g->step, c->dt, y) != ZMPI_OK)
             return MPI_ERR_INTERN;
     }
@@ -86,15 +85,14 @@ void zmpi_gsum_end(zmpi_call *c, zmpi_gsum *g)
 
 /* ---- the packed table ---- */
 
-int zmpi_gtable_pack(zmpi_call *c, const zmpi_gsum *g, const size_t *counts, const size_t *displs, int nblocks,
-                     zmpi_gtable *t)
+int zmpi_gtable_layout(zmpi_call *c, const zmpi_gsum *g, const size_t *counts, const size_t *displs, int nblocks,
+                       zmpi_gtable *t)
 {
     int rc = MPI_SUCCESS;
     size_t chunk = c->st->cfg.chunk < 64 ? 64 : c->st->cfg.chunk, n = 0, total = 0, maxw = 0;
     zmpi_pieces *p = &t->all;
 
     memset(t, 0, sizeof *t);
-    t->nblocks = nblocks;
     ZMPI_CHECK(zmpi_alloc(((size_t)nblocks + 1) * sizeof *t->bfirst, &t->bfirst));
     for (int b = 0; b < nblocks; b++) {
         t->bfirst[b] = n;
@@ -133,12 +131,10 @@ fn_fail:
     goto fn_exit;
 }
 
-int zmpi_gtable_unpack(zmpi_call *c, const zmpi_gtable *t, const zmpi_gsum *g, const size_t *displs, int b0,
-                       int b1, int *corrupt)
+int zmpi_gtable_unpack(zmpi_call *c, const zmpi_gtable *t, int b0, int b1, int *corrupt)
 {
-    (void)displs;
     for (size_t j = t->bfirst[b0]; j < t->bfirst[b1]; j++)
-        if (t->all.len[j] >= 0 && zmpi_pieces_decompress(c, &t->all, j, g->d)) /* never packed: the codes are current */
+        if (t->all.len[j] >= 0 && zmpi_pieces_decompress(c, &t->all, j, t->codes)) /* never packed: the codes are current */
             *corrupt = MPI_ERR_OTHER;
     return MPI_SUCCESS;
 }

@@ -1,12 +1,12 @@
 /*
  * Sums on grid codes, the homomorphic path of the SUM reductions
- * (Allreduce `ring` and `rhd`, Reduce_scatter): instead of decompressing,
- * adding and recompressing at every step, every rank quantises its input
- * once to integer codes on one grid all ranks share, and the partial sums
- * travel as packed code differences (zmpi_grid_pack) that are added as
- * integers on arrival (zmpi_grid_unpack with an addend: one pass, no
- * floating point, no prediction). Integer sums are exact, so the result's
- * error is the N quantisations alone and never grows along the way.
+ * (Allreduce `ring` and `rhd`, Reduce_scatter, Reduce `rsg`): instead of
+ * decompressing, adding and recompressing at every step, every rank
+ * quantises its input once to integer codes on one grid all ranks share,
+ * and the partial sums travel as packed code differences (zmpi_grid_pack)
+ * that are added packed on arrival (zmpi_grid_add: no unpacking, no floating
+ * point). Integer sums are exact, so the result's error is the N
+ * quantisations alone and never grows along the way.
  *
  * When. Under ZMPI_CODEC=auto (the default), for MPI_SUM in result scope
  * with a bound (ABS or REL), if all ranks' inputs are finite and the codes
@@ -71,22 +71,20 @@ void zmpi_gsum_end(zmpi_call *c, zmpi_gsum *g);
 typedef struct zmpi_gtable {
     zmpi_pieces all;  /* every piece of every block (explicit offsets) */
     size_t *bfirst;   /* nblocks + 1: the first piece of each block */
-    int nblocks;
     unsigned char *sum; /* one piece of the worst-case size: zmpi_grid_add's output */
     size_t sumcap;
-    const int32_t *codes; /* the rank's codes (g->d): a piece is packed from them when first needed */
+    int32_t *codes; /* the rank's codes (g->d): a piece is packed from them when first needed */
 } zmpi_gtable;
 
 /* Lays out the table of the partition over the codes g->d. Each piece is
  * packed once, when an exchange first needs it (the first exchange sends
  * pieces while the next ones are packed); a piece never packed is its
  * codes in g->d. */
-int zmpi_gtable_pack(zmpi_call *c, const zmpi_gsum *g, const size_t *counts, const size_t *displs, int nblocks,
-                     zmpi_gtable *t);
-/* Unpacks the pieces of blocks [b0, b1) into g->d (at their displs). A
- * corrupt piece sets *corrupt. */
-int zmpi_gtable_unpack(zmpi_call *c, const zmpi_gtable *t, const zmpi_gsum *g, const size_t *displs, int b0,
-                       int b1, int *corrupt);
+int zmpi_gtable_layout(zmpi_call *c, const zmpi_gsum *g, const size_t *counts, const size_t *displs, int nblocks,
+                       zmpi_gtable *t);
+/* Unpacks the pieces of blocks [b0, b1) into the codes (g->d). A corrupt
+ * piece sets *corrupt. */
+int zmpi_gtable_unpack(zmpi_call *c, const zmpi_gtable *t, int b0, int b1, int *corrupt);
 /* One step: the table's pieces of blocks [s0, s1) go to rank `to` as they
  * are, the pieces of blocks [k0, k1) from rank `from` are added into the
  * table as they arrive (either range may be empty). A corrupt piece sets

@@ -25,13 +25,6 @@ int zmpi_pieces_layout(const zmpi_call *c, zmpi_pieces *p, size_t count)
 {
     int rc = MPI_SUCCESS;
     size_t chunk = c->st->cfg.chunk, n, total = 0;
-    free(p->at); /* a table or a view before: uniform pieces from here on */
-    p->at = NULL;
-    if (p->borrowed) {
-        p->buf = NULL;
-        p->cap = 0;
-        p->borrowed = 0;
-    }
     if (chunk < 64)
         chunk = 64; /* the configuration is validated; stay safe anyway */
     n = count / chunk + (count % chunk != 0);

@@ -40,7 +40,8 @@ typedef struct zmpi_pieces {
     size_t *slot;       /* n + 1 slot offsets into buf */
     int *len;           /* stream size of each piece; -1 while unknown */
     size_t ncap;        /* entries allocated for slot / len */
-    size_t *at;         /* NULL: pieces of `chunk` elements; else n + 1 element offsets (grid tables, gsum.h) */
+    size_t *at;         /* NULL: pieces of `chunk` elements; else n + 1 element offsets (grid tables, gsum.h,
+                           which lay out and release their own pieces; never passed to zmpi_pieces_layout) */
     int borrowed;       /* buf belongs to another zmpi_pieces (a view): not released */
 } zmpi_pieces;
 

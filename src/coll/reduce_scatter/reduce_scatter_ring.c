@@ -137,12 +137,12 @@ int zmpi_reduce_scatter_run(zmpi_call *c, const void *sendbuf, void *recvbuf, co
     /* N - 1 compressions on the classic path; N quantisations on grid codes */
     ZMPI_CHECK(zmpi_gsum_begin(c, op, in, total, counts, displs, n, (double)(n - 1), &g));
     if (g.d) { /* summed packed; the own block unpacked into the codes and decoded into recvbuf */
-        ZMPI_CHECK(zmpi_gtable_pack(c, &g, counts, displs, n, &t));
+        ZMPI_CHECK(zmpi_gtable_layout(c, &g, counts, displs, n, &t));
         if (halving)
             ZMPI_CHECK(zmpi_gtable_halving(c, &t, n, c->rank, NULL, ZMPI_TAG_REDUCE_SCATTER, &corrupt));
         else
             ZMPI_CHECK(zmpi_gtable_ring(c, &t, ZMPI_TAG_REDUCE_SCATTER, &corrupt));
-        ZMPI_CHECK(zmpi_gtable_unpack(c, &t, &g, displs, c->rank, c->rank + 1, &corrupt));
+        ZMPI_CHECK(zmpi_gtable_unpack(c, &t, c->rank, c->rank + 1, &corrupt));
     } else if (halving) {
         ZMPI_CHECK(zmpi_halving_reduce_scatter_copy(c, in, out, total, counts, displs, op,
                                                     ZMPI_TAG_REDUCE_SCATTER, &corrupt));
