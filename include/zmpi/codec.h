@@ -81,6 +81,13 @@ typedef enum zmpi_dtype {
 /* Size in bytes of one element of a dtype, or 0 if the dtype is unknown. */
 ZMPI_API size_t zmpi_dtype_size(zmpi_dtype dtype);
 
+/* The finite minimum and maximum of x[0..n) (n values of ZMPI_FLOAT or
+ * ZMPI_DOUBLE; vector instructions where the CPU has them), e.g. to pick a
+ * REL bound's absolute value or a grid step. Returns 1, or 0 if no value is
+ * finite (*mn = +inf, *mx = -inf). *nonfinite (unless NULL): 1 if any value
+ * is NaN or infinite, else 0. */
+ZMPI_API int zmpi_value_range(const void *x, size_t n, zmpi_dtype dtype, double *mn, double *mx, int *nonfinite);
+
 typedef enum zmpi_codec {
     ZMPI_CODEC_STORED = 0,       /* no compression (framing only) */
     ZMPI_CODEC_ZSTD = 1,         /* lossless, libzstd (level ZMPI_P_LEVEL, default 1) */

@@ -23,20 +23,24 @@ int zc_have_avx2(void)
 }
 
 /* Finite min/max of n floats (for REL bounds). Returns 0 if none is finite. */
-int zc_range_f32_avx2(const float *x, size_t n, double *mn, double *mx)
+int zc_range_f32_avx2(const float *x, size_t n, double *mn, double *mx, int *nonfinite)
 {
-    /* min_ps(a, b) returns b when a is NaN, so NaNs drop out for free; an
-     * infinity is caught afterwards and the chunk re-scanned carefully. */
+    /* min_ps(a, b) returns b when a is NaN, so NaNs drop out of the range (an
+     * unordered compare notes them); an infinity is caught afterwards and
+     * the chunk re-scanned carefully. */
     __m256 lo0 = _mm256_set1_ps(INFINITY), hi0 = _mm256_set1_ps(-INFINITY);
-    __m256 lo1 = lo0, hi1 = hi0;
+    __m256 lo1 = lo0, hi1 = hi0, nan = _mm256_setzero_ps();
     size_t i = 0;
+    int bad = 0;
     for (; i + 16 <= n; i += 16) {
         __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
         lo0 = _mm256_min_ps(a, lo0);
         hi0 = _mm256_max_ps(a, hi0);
         lo1 = _mm256_min_ps(b, lo1);
         hi1 = _mm256_max_ps(b, hi1);
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
     }
+    bad = _mm256_movemask_ps(nan) != 0;
     float l[8], h[8];
     _mm256_storeu_ps(l, _mm256_min_ps(lo0, lo1));
     _mm256_storeu_ps(h, _mm256_max_ps(hi0, hi1));
@@ -49,8 +53,10 @@ int zc_range_f32_avx2(const float *x, size_t n, double *mn, double *mx)
         float v = x[i];
         L = v < L ? v : L;
         H = v > H ? v : H;
+        bad |= v != v;
     }
     if (L == -INFINITY || H == INFINITY) { /* rare: exclude infinities exactly */
+        bad = 1;
         L = INFINITY;
         H = -INFINITY;
         for (i = 0; i < n; i++) {
@@ -63,6 +69,7 @@ int zc_range_f32_avx2(const float *x, size_t n, double *mn, double *mx)
     }
     *mn = L;
     *mx = H;
+    *nonfinite = bad;
     return L <= H;
 }
 

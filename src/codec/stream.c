@@ -105,14 +105,15 @@ size_t zmpi_max_compressed_size(const zmpi_ctx *ctx, size_t count, zmpi_dtype dt
 
 /* ---- value range for REL bounds ---- */
 #ifdef ZMPI_HAVE_AVX2
-int zc_range_f32_avx2(const float *x, size_t n, double *mn, double *mx);
+int zc_range_f32_avx2(const float *x, size_t n, double *mn, double *mx, int *nonfinite);
 int zc_have_avx2(void);
 #endif
 
-/* Finite min/max of x[0..n); returns 0 if there is no finite value. */
-static int range_scalar(const void *src, size_t n, zmpi_dtype dtype, double *mn, double *mx)
+/* zc_value_range without vector instructions. */
+static int range_scalar(const void *src, size_t n, zmpi_dtype dtype, double *mn, double *mx, int *nonfinite)
 {
     double lo = INFINITY, hi = -INFINITY;
+    int bad = 0;
     if (dtype == ZMPI_FLOAT) {
         const float *x = src;
         float l = INFINITY, h = -INFINITY;
@@ -121,6 +122,7 @@ static int range_scalar(const void *src, size_t n, zmpi_dtype dtype, double *mn,
             int fin = fabsf(v) <= FLT_MAX;
             l = (fin && v < l) ? v : l;
             h = (fin && v > h) ? v : h;
+            bad |= !fin;
         }
         lo = l;
         hi = h;
@@ -131,11 +133,34 @@ static int range_scalar(const void *src, size_t n, zmpi_dtype dtype, double *mn,
             int fin = fabs(v) <= DBL_MAX;
             lo = (fin && v < lo) ? v : lo;
             hi = (fin && v > hi) ? v : hi;
+            bad |= !fin;
         }
     }
     *mn = lo;
     *mx = hi;
+    *nonfinite = bad;
     return lo <= hi;
+}
+
+int zmpi_value_range(const void *src, size_t n, zmpi_dtype dtype, double *mn, double *mx, int *nonfinite)
+{
+    int bad = 0, ok;
+    if ((dtype != ZMPI_FLOAT && dtype != ZMPI_DOUBLE) || (!src && n)) {
+        *mn = INFINITY;
+        *mx = -INFINITY;
+        if (nonfinite)
+            *nonfinite = 0;
+        return 0;
+    }
+#ifdef ZMPI_HAVE_AVX2
+    if (dtype == ZMPI_FLOAT && zc_have_avx2())
+        ok = zc_range_f32_avx2(src, n, mn, mx, &bad);
+    else
+#endif
+        ok = range_scalar(src, n, dtype, mn, mx, &bad);
+    if (nonfinite)
+        *nonfinite = bad;
+    return ok;
 }
 
 static void value_range(const void *src, size_t n, zmpi_dtype dtype, int threads, double *mn,
@@ -157,14 +182,7 @@ static void value_range(const void *src, size_t n, zmpi_dtype dtype, int threads
         size_t off = c * chunk, m = n - off < chunk ? n - off : chunk;
         const void *p = (const uint8_t *)src + off * es;
         double a, b;
-        int ok;
-#ifdef ZMPI_HAVE_AVX2
-        if (dtype == ZMPI_FLOAT && zc_have_avx2())
-            ok = zc_range_f32_avx2(p, m, &a, &b);
-        else
-#endif
-            ok = range_scalar(p, m, dtype, &a, &b);
-        if (ok) {
+        if (zmpi_value_range(p, m, dtype, &a, &b, NULL)) {
             lo = a < lo ? a : lo;
             hi = b > hi ? b : hi;
         }

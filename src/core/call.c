@@ -539,21 +539,7 @@ void zmpi_call_end(zmpi_call *c)
 /* Finite min/max of the local input (+inf/-inf if none). */
 void zmpi_local_range(const zmpi_call *c, const void *in, size_t n, double *mn, double *mx, int *nonfinite)
 {
-    double lo = INFINITY, hi = -INFINITY;
-    int bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        double v = c->dt == ZMPI_FLOAT ? (double)((const float *)in)[i] : ((const double *)in)[i];
-        if (isfinite(v)) {
-            lo = v < lo ? v : lo;
-            hi = v > hi ? v : hi;
-        } else {
-            bad = 1;
-        }
-    }
-    *mn = lo;
-    *mx = hi;
-    if (nonfinite)
-        *nonfinite = bad;
+    zmpi_value_range(in, n, c->dt, mn, mx, nonfinite); /* +inf / -inf when there is no finite value */
 }
 
 void zmpi_call_bound_range(zmpi_call *c, double hops, double lo, double hi)

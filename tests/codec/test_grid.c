@@ -16,7 +16,11 @@
  *     packed array, a wrong count, a wrong magic, a too small output:
  *     ZMPI_ERR_CORRUPT / ZMPI_ERR_DST_TOO_SMALL, never a crash or a wrong
  *     success;
- *   - dequantise: the codes' prefix sums times the step, rounded once.
+ *   - dequantise: the codes' prefix sums times the step, rounded once;
+ *   - zmpi_value_range (which picks a grid's step): the finite min / max and
+ *     the non-finite flag of a loop written here, for float and double, every
+ *     count 0..67 and a NaN / +Inf / -Inf at every position (vector body and
+ *     tail), all non-finite, and a dtype without values.
  */
 #include "grid.h"
 #include "testutil.h"
@@ -220,12 +224,69 @@ static void test_quantize(void)
     }
 }
 
+/* The reference: a plain loop over the values. */
+static void range_ref(const double *v, size_t n, double *mn, double *mx, int *bad)
+{
+    *mn = INFINITY;
+    *mx = -INFINITY;
+    *bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(v[i])) {
+            *bad = 1;
+            continue;
+        }
+        *mn = v[i] < *mn ? v[i] : *mn;
+        *mx = v[i] > *mx ? v[i] : *mx;
+    }
+}
+
+static void test_value_range(void)
+{
+    enum { N = 67 };
+    double v[N], d[N];
+    float f[N];
+    const double odd[3] = {NAN, INFINITY, -INFINITY};
+    long wrong = 0;
+    for (size_t n = 0; n <= N; n++) {
+        for (int o = -1; o < 3; o++) {
+            for (size_t at = 0; at < (o < 0 ? 1 : n); at++) {
+                for (size_t i = 0; i < n; i++)
+                    v[i] = (double)(float)((double)(rnd() % 20001) - 10000.0) / 8;
+                if (o >= 0)
+                    v[at] = odd[o];
+                for (size_t i = 0; i < n; i++) {
+                    f[i] = (float)v[i];
+                    d[i] = v[i];
+                }
+                double rl, rh, l, h;
+                int rb, b = -1;
+                range_ref(v, n, &rl, &rh, &rb);
+                int ok = zmpi_value_range(f, n, ZMPI_FLOAT, &l, &h, &b);
+                wrong += ok != (rl <= rh) || l != rl || h != rh || b != rb;
+                b = -1;
+                ok = zmpi_value_range(d, n, ZMPI_DOUBLE, &l, &h, &b);
+                wrong += ok != (rl <= rh) || l != rl || h != rh || b != rb;
+            }
+        }
+    }
+    CHECK(&T, wrong == 0, "value range: %ld cases differ from the reference loop", wrong);
+    for (size_t i = 0; i < N; i++)
+        f[i] = i % 2 ? NAN : -INFINITY;
+    double l = 0, h = 0;
+    int b = 0;
+    CHECK(&T, zmpi_value_range(f, N, ZMPI_FLOAT, &l, &h, &b) == 0 && l == INFINITY && h == -INFINITY && b == 1,
+          "value range: no finite value (%g %g %d)", l, h, b);
+    CHECK(&T, zmpi_value_range(f, N, ZMPI_BYTE, &l, &h, &b) == 0 && b == 0, "value range: bytes have no range");
+    CHECK(&T, zmpi_value_range(NULL, 0, ZMPI_FLOAT, &l, &h, NULL) == 0 && l == INFINITY, "value range: empty");
+}
+
 int main(void)
 {
     test_pack_roundtrip();
     test_add();
     test_hostile();
     test_quantize();
+    test_value_range();
     printf("test_grid: %ld checks, %ld failures\n", T.checks, T.failures);
     return T.failures ? 1 : 0;
 }

@@ -356,8 +356,8 @@ static void test_fzl_paths(tstate *ts)
 }
 
 /* The AVX2 value range (REL bounds of floats) against a plain loop over
- * the finite values. */
-int zc_range_f32_avx2(const float *x, size_t n, double *mn, double *mx);
+ * the finite values, and its non-finite flag. */
+int zc_range_f32_avx2(const float *x, size_t n, double *mn, double *mx, int *nonfinite);
 static void test_range_avx2(tstate *ts)
 {
     size_t n = 4099;
@@ -367,15 +367,19 @@ static void test_range_avx2(tstate *ts)
             gen_fill(v, m, g, 1e-3, 7);
             float *x = make_input(v, m, ZMPI_FLOAT);
             float lo = INFINITY, hi = -INFINITY;
+            int bad = 0, nf = -1;
             for (size_t i = 0; i < m; i++)
                 if (isfinite(x[i])) {
                     lo = x[i] < lo ? x[i] : lo;
                     hi = x[i] > hi ? x[i] : hi;
+                } else {
+                    bad = 1;
                 }
             double a = 0, b = 0;
-            int ok = zc_range_f32_avx2(x, m, &a, &b);
-            CHECK(ts, ok == (lo <= hi) && (!ok || (a == lo && b == hi)),
-                  "avx2 range (gen %s, n %zu): %d [%g, %g], want [%g, %g]", gen_names[g], m, ok, a, b, lo, hi);
+            int ok = zc_range_f32_avx2(x, m, &a, &b, &nf);
+            CHECK(ts, ok == (lo <= hi) && (!ok || (a == lo && b == hi)) && nf == bad,
+                  "avx2 range (gen %s, n %zu): %d [%g, %g] nonfinite %d, want [%g, %g] %d", gen_names[g], m, ok, a, b,
+                  nf, lo, hi, bad);
             free(x);
         }
     }
