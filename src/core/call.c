@@ -322,47 +322,57 @@ static int fill(zmpi_call *c, zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype t
     return MPI_SUCCESS;
 }
 
-/* Compress or not, with the network configured: the model's estimates until
- * both ways have been measured once for this (collective, size class), then
- * the faster measured way. The first calls of a class run the way the model
- * prefers, then the other way (unless the model finds even the measured
- * plain time unbeatable), each timed and the slowest rank's time agreed on
- * by one small allreduce - so the measurements, like the model, are the same
- * on every rank. The compressed way is measured on its second call (the
- * first pays one-time costs). Returns 1 to compress. */
-static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, zmpi_dtype dt)
+/* How to run the call, with the network configured: the model's estimates
+ * until the ways have been measured once for this (collective, size class),
+ * then the fastest measured way. The first calls of a class run the way the
+ * model prefers, then plain MPI or the default algorithm, whichever has not
+ * run (unless the model finds even the measured plain time unbeatable: then
+ * nothing compressed is ever tried), then - where the collective has one -
+ * the default algorithm's rival; each timed and the slowest rank's time
+ * agreed on by one small allreduce, so the measurements, like the model, are
+ * the same on every rank. A compressed way is measured on its second call
+ * (the first pays one-time costs). Returns the way (ZMPI_WAY_*). */
+static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, zmpi_dtype dt, int rivals)
 {
     double tp = 0, tz = 0;
-    int cls = 0, z;
+    int cls = 0, way;
     if (st->cfg.net_bw <= 0 || bytes == SIZE_MAX || bytes == 0)
-        return zmpi_model(&st->cfg, coll, size, bytes, dt, NULL, NULL);
+        return zmpi_model(&st->cfg, coll, size, bytes, dt, NULL, NULL) ? ZMPI_WAY_DEFAULT : ZMPI_WAY_PLAIN;
     while (cls < ZMPI_TUNE_CLASSES - 1 && (bytes >> (cls + 1)) > 0)
         cls++;
-    double mp = st->tune_plain[coll][cls] * (double)bytes, mz = st->tune_z[coll][cls] * (double)bytes;
-    if (mp > 0 && mz > 0)
-        return mz < mp; /* both measured: no model needed */
-    int pays = zmpi_model(&st->cfg, coll, size, bytes, dt, &tp, &tz);
-    if (mp > 0) {
-        z = tz < mp; /* plain measured: try compression if the model says it can beat that */
-        if (!z)
-            return 0; /* plain stays, measured once: no more measuring */
-    } else if (mz > 0)
-        z = 0;       /* compressed measured: measure plain */
-    else
-        z = pays;    /* nothing measured: the model's choice first */
-    if (z && !st->tune_zwarm[coll][cls]) {
-        /* the first compressed call of a class pays one-time costs (fresh
+    const double *m = st->tune_t[coll][cls];
+    double mp = m[ZMPI_WAY_PLAIN], mz = m[ZMPI_WAY_DEFAULT], mr = m[ZMPI_WAY_RIVAL];
+    if (mp > 0 && mz > 0 && (mr > 0 || !rivals)) { /* all measured: no model needed */
+        way = mz < mp ? ZMPI_WAY_DEFAULT : ZMPI_WAY_PLAIN;
+        return mr > 0 && mr < (mz < mp ? mz : mp) ? ZMPI_WAY_RIVAL : way;
+    }
+    if (mp > 0 && mz > 0) {
+        way = ZMPI_WAY_RIVAL; /* plain and the default measured: measure the rival */
+    } else {
+        int pays = zmpi_model(&st->cfg, coll, size, bytes, dt, &tp, &tz);
+        if (mp > 0) {
+            if (!(tz < mp * (double)bytes))
+                return ZMPI_WAY_PLAIN; /* plain stays, measured once: no more measuring */
+            way = ZMPI_WAY_DEFAULT; /* the model says compression can beat it: measure */
+        } else if (mz > 0) {
+            way = ZMPI_WAY_PLAIN; /* compressed measured: measure plain */
+        } else {
+            way = pays ? ZMPI_WAY_DEFAULT : ZMPI_WAY_PLAIN; /* nothing measured: the model's choice first */
+        }
+    }
+    if (way != ZMPI_WAY_PLAIN && !st->tune_warm[coll][cls][way]) {
+        /* the first call of a compressed way pays one-time costs (fresh
          * memory for its buffers, first faults): run it unmeasured, measure
          * the next one. Every rank marks it alike. */
-        st->tune_zwarm[coll][cls] = 1;
-        return 1;
+        st->tune_warm[coll][cls][way] = 1;
+        return way;
     }
     st->tune_pending = 1;
     st->tune_coll = (int)coll;
     st->tune_cls = cls;
-    st->tune_is_z = z;
+    st->tune_way = way;
     st->tune_bytes = (double)bytes;
-    return z;
+    return way;
 }
 
 /* Starts the measurement: ranks leave the previous call at different times,
@@ -381,11 +391,7 @@ static void tune_done(zmpi_comm_state *st, MPI_Comm comm)
     double dt = PMPI_Wtime() - st->tune_t0;
     if (PMPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS || !(dt > 0))
         return;
-    double per = dt / st->tune_bytes;
-    if (st->tune_is_z)
-        st->tune_z[st->tune_coll][st->tune_cls] = per;
-    else
-        st->tune_plain[st->tune_coll][st->tune_cls] = per;
+    st->tune_t[st->tune_coll][st->tune_cls][st->tune_way] = dt / st->tune_bytes;
 }
 
 void zmpi_call_plain_done(MPI_Comm comm)
@@ -393,12 +399,14 @@ void zmpi_call_plain_done(MPI_Comm comm)
     if (comm == MPI_COMM_NULL)
         return;
     zmpi_comm_state *st = zmpi_state(comm);
-    if (st && st->tune_pending && !st->tune_is_z)
+    if (st && st->tune_pending && st->tune_way == ZMPI_WAY_PLAIN)
         tune_done(st, comm);
 }
 
-int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype type, MPI_Op op, size_t bytes)
+int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype type, MPI_Op op, size_t bytes,
+                    int rivals)
 {
+    int way = ZMPI_WAY_DEFAULT;
     c->err = MPI_SUCCESS;
     zmpi_comm_state *st = zmpi_state(comm);
     if (!st)
@@ -421,7 +429,9 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
      * explicitly; they depend only on the configuration, the sizes and values
      * every rank shares: the same decision on all ranks */
     st->tune_pending = 0;
-    if (!why && st->cfg.algorithm[coll] == ZMPI_ALGO_DEFAULT && !decide(st, coll, size, bytes, dt))
+    if (!why && st->cfg.algorithm[coll] == ZMPI_ALGO_DEFAULT)
+        way = decide(st, coll, size, bytes, dt, rivals);
+    if (way == ZMPI_WAY_PLAIN)
         why = ZMPI_WHY_MODEL;
     if (why == ZMPI_WHY_MODEL && st->tune_pending)
         tune_start(st, comm);
@@ -455,7 +465,8 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
     c->chan = zmpi_codec_needs_channel(st->cfg.codec) == 1 && coll == ZMPI_COLL_ALLTOALL;
     if (zmpi_codec_needs_channel(st->cfg.codec) == 1 && !c->chan)
         zmpi_ctx_set_codec(c->ctx, zmpi_codec_intra(st->cfg.codec));
-    c->tune = st->tune_pending && st->tune_is_z;
+    c->rival = way == ZMPI_WAY_RIVAL;
+    c->tune = st->tune_pending && st->tune_way != ZMPI_WAY_PLAIN;
     if (c->tune)
         tune_start(st, comm); /* after the one-time set-up above */
     atomic_fetch_add(&st->compressed, 1);

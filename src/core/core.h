@@ -28,6 +28,11 @@
 
 /* Size classes of the measured decisions: floor(log2(bytes)). */
 #define ZMPI_TUNE_CLASSES 48
+/* The ways a collective call can run (measured per size class with the
+ * model on): plain MPI, zmpi's default algorithm for its arguments, and that
+ * algorithm's rival (zmpi_coll_rival: another compressed algorithm for the
+ * same arguments, e.g. Bcast's pipelined tree against scatter + allgather). */
+enum { ZMPI_WAY_PLAIN = 0, ZMPI_WAY_DEFAULT = 1, ZMPI_WAY_RIVAL = 2, ZMPI_WAYS = 3 };
 
 /* Scratch buffers kept by a communicator between calls (zmpi_scratch_get):
  * a collective's multi-MiB working buffers would otherwise come from fresh
@@ -129,13 +134,14 @@ typedef struct zmpi_comm_state {
                               settings differ, or one rank's are invalid */
     int agreed;            /* the ranks' settings were compared since the last change */
     int size, inter;       /* of the communicator (fixed for its life; duplicates share them) */
-    /* Measured once per (collective, size class), with the model on: the
-     * plain and the compressed call's time per byte (slowest rank; 0 =
-     * not measured), and the measurement in progress (collectives on a
-     * communicator are ordered, so there is at most one). */
-    double tune_plain[ZMPI_COLL_COUNT][ZMPI_TUNE_CLASSES], tune_z[ZMPI_COLL_COUNT][ZMPI_TUNE_CLASSES];
-    unsigned char tune_zwarm[ZMPI_COLL_COUNT][ZMPI_TUNE_CLASSES]; /* compressed way run once, unmeasured */
-    int tune_pending, tune_coll, tune_cls, tune_is_z;
+    /* Measured once per (collective, size class), with the model on: each
+     * way's time per byte (ZMPI_WAY_*; slowest rank; 0 = not measured),
+     * whether a compressed way ran once unmeasured, and the measurement in
+     * progress (collectives on a communicator are ordered, so there is at
+     * most one). */
+    double tune_t[ZMPI_COLL_COUNT][ZMPI_TUNE_CLASSES][ZMPI_WAYS];
+    unsigned char tune_warm[ZMPI_COLL_COUNT][ZMPI_TUNE_CLASSES][ZMPI_WAYS];
+    int tune_pending, tune_coll, tune_cls, tune_way;
     double tune_t0, tune_bytes;
     zmpi_scratch scratch;
     pthread_mutex_t kept_lock;
@@ -279,6 +285,7 @@ typedef struct zmpi_call {
     zmpi_ctx *raw;      /* the "stored" codec, for blocks that are not compressed */
     size_t min_bytes;
     int tune;           /* this collective call is being measured (zmpi_call_end completes it) */
+    int rival;          /* run the rival of the default algorithm (ZMPI_WAY_RIVAL), if it has one */
     int chan;           /* ctx's codec is an inter-step one: code through the channels (chan.c) */
     int per_block;      /* a v-collective left to the model: its blocks decide one by one (zmpi_block_plain) */
     int err;            /* the error of zmpi_call_begin* returning ZMPI_CALL_ERR */
@@ -312,9 +319,11 @@ int zmpi_model_pick(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, size_t b
  * zmpi_call_end), ZMPI_CALL_PLAIN for the plain-MPI fallback (counted; also
  * when memory for the codec contexts is exhausted), or ZMPI_CALL_ERR with
  * c->err (not raised: the caller raises it on comm) when the configuration
- * is unusable or the ranks' settings disagree. */
+ * is unusable or the ranks' settings disagree. `rivals`: the collective has
+ * rival algorithms (ZMPI_WAY_RIVAL), which the measurements then try too;
+ * c->rival says to run the rival of the default algorithm. */
 int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype type, MPI_Op op,
-                    size_t bytes);
+                    size_t bytes, int rivals);
 /* The same for point-to-point (no algorithm choice, no agreement: each end
  * decides alone, the message describes itself). */
 int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t bytes);

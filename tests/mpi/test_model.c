@@ -201,6 +201,55 @@ static void measured(void)
     MPI_Comm_free(&comm);
 }
 
+/* Rivals: with the model on, the first calls of a Bcast size class measure
+ * the default compressed algorithm (a warm-up call, then a measured one),
+ * plain MPI, then the default algorithm's rival (warm-up, measured); later
+ * calls all run the fastest of the three - the same on every rank. Every
+ * call's result must be right: the root's buffer exact, the others within
+ * the bound (ABS 1e-2). */
+static void rivals(void)
+{
+    if (T.size < 2)
+        return; /* one rank: every call is plain */
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    size_t n = (size_t)1 << 16;
+    float *in = malloc(n * sizeof *in), *buf = malloc(n * sizeof *buf);
+    mt_fill_field(in, n, MPI_FLOAT, 4242);
+    ZMPI_Config cfg = base(1.25e8, 50e-6);
+    cfg.eb_mode = ZMPI_EB_ABS;
+    cfg.eb = 1e-2;
+    cfg.chunk = 4096; /* pipelined is the default below 4 ranks */
+    ZMPI_Comm_set_config(comm, &cfg);
+    int sa = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_BCAST, "scatter_allgather");
+    int pipe = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_BCAST, "pipelined");
+    int dflt = T.size >= 4 ? sa : pipe, rival = T.size >= 4 ? pipe : sa;
+    int want[5] = {dflt, dflt, ZMPI_ALGO_MPI, rival, rival}, last = -1;
+    for (int k = 0; k < 9; k++) {
+        ZMPI_Stats st;
+        memcpy(buf, in, n * sizeof *buf);
+        int rc = ZMPI_Bcast(buf, (int)n, MPI_FLOAT, 0, comm), bad = 0;
+        ZMPI_Comm_get_stats(comm, &st);
+        int algo = st.last_algorithm[ZMPI_COLL_BCAST];
+        for (size_t i = 0; i < n; i++)
+            bad += T.rank == 0 ? buf[i] != in[i] : !(fabsf(buf[i] - in[i]) <= 1e-2f * 1.0001f);
+        MT_CHECK(&T, rc == MPI_SUCCESS && bad == 0, "rival call %d (algorithm %d): rc %d, %d bad", k, algo, rc, bad);
+        if (k < 5)
+            MT_CHECK(&T, algo == want[k], "rival call %d ran algorithm %d, not %d", k, algo, want[k]);
+        else if (k > 5)
+            MT_CHECK(&T, algo == last, "rival call %d ran algorithm %d after %d", k, algo, last);
+        else
+            MT_CHECK(&T, algo == dflt || algo == rival || algo == ZMPI_ALGO_MPI, "call 5: algorithm %d", algo);
+        last = algo;
+        int a[2] = {algo, -algo}, all[2];
+        MPI_Allreduce(a, all, 2, MPI_INT, MPI_MAX, comm);
+        MT_CHECK(&T, all[0] == -all[1], "rival call %d: ranks ran different algorithms", k);
+    }
+    free(in);
+    free(buf);
+    MPI_Comm_free(&comm);
+}
+
 /* The documented model (src/core/call.c, above model_ratio), with S the
  * whole vector in bytes, f = (N-1)/N, lg = ceil(log2 N), r the ratio, Cc /
  * Cd the codec speeds times the threads (0.85 per thread above one):
@@ -465,6 +514,7 @@ int main(int argc, char **argv)
     formulas();
     fallback();
     measured();
+    rivals();
     environment();
     return mt_finish(&T);
 }
