@@ -141,6 +141,7 @@ typedef struct zmpi_comm_state {
      * most one). */
     double tune_t[ZMPI_COLL_COUNT][ZMPI_TUNE_CLASSES][ZMPI_WAYS];
     unsigned char tune_warm[ZMPI_COLL_COUNT][ZMPI_TUNE_CLASSES][ZMPI_WAYS];
+    unsigned char tune_again[ZMPI_COLL_COUNT][ZMPI_TUNE_CLASSES]; /* the default measured twice */
     int tune_pending, tune_coll, tune_cls, tune_way;
     double tune_t0, tune_bytes;
     zmpi_scratch scratch;

@@ -282,6 +282,7 @@ int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg)
     zmpi_scratch_release(&s->scratch); /* the limit may have changed; kept again on demand */
     memset(s->tune_t, 0, sizeof s->tune_t); /* measurements belonged to the old settings */
     memset(s->tune_warm, 0, sizeof s->tune_warm);
+    memset(s->tune_again, 0, sizeof s->tune_again);
     s->tune_pending = 0;
     if (!differ && !s->inter && s->size > 1 && ZMPI_Config_compresses(cfg))
         zmpi_state_shadow(s, comm); /* collective too: the first compressed collective need not make it */
