@@ -109,7 +109,7 @@ int zc_range_f32_avx2(const float *x, size_t n, double *mn, double *mx, int *non
 int zc_have_avx2(void);
 #endif
 
-/* zc_value_range without vector instructions. */
+/* zmpi_value_range without vector instructions. */
 static int range_scalar(const void *src, size_t n, zmpi_dtype dtype, double *mn, double *mx, int *nonfinite)
 {
     double lo = INFINITY, hi = -INFINITY;
