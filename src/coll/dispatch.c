@@ -115,32 +115,28 @@ int zmpi_coll_bound_once(zmpi_call *c, const zmpi_coll_job *j)
     return zmpi_call_bound(c, 1, NULL, 0);
 }
 
-/* The rival of algorithm `algo` of coll (ZMPI_WAY_RIVAL, measured beside it
- * with the model on): the other compressed algorithm that can win on the same
- * arguments, or 0. Bcast: the pipelined tree (log2 N x the compressed bytes
- * through the root, all stages overlapped) against scatter + allgather (2 x,
- * in phases); Scatter / Gather: binomial (log2 N bundles) against linear (N - 1
- * messages); Allgather: ring against recursive doubling; Allreduce and
- * Reduce_scatter: ring against recursive halving / doubling. */
+/* Each collective's default compressed algorithm and its rival (ZMPI_WAY_RIVAL,
+ * measured beside it with the model on): the other compressed algorithm that
+ * can win on the same arguments. Bcast: the pipelined tree (log2 N x the
+ * compressed bytes through the root, all stages overlapped) against scatter +
+ * allgather (2 x, in phases); Scatter / Gather: binomial (log2 N bundles)
+ * against linear (N - 1 messages); Allgather: ring against recursive doubling;
+ * Allreduce and Reduce_scatter: ring against recursive halving / doubling.
+ * Either of a pair is the other's rival. */
+static const int rivals[ZMPI_COLL_COUNT][2] = {
+    [ZMPI_COLL_BCAST] = {ZMPI_BCAST_SCATTER_ALLGATHER, ZMPI_BCAST_PIPELINED},
+    [ZMPI_COLL_SCATTER] = {ZMPI_SCATTER_LINEAR, ZMPI_SCATTER_BINOMIAL},
+    [ZMPI_COLL_GATHER] = {ZMPI_GATHER_LINEAR, ZMPI_GATHER_BINOMIAL},
+    [ZMPI_COLL_ALLGATHER] = {ZMPI_ALLGATHER_RDB, ZMPI_ALLGATHER_RING},
+    [ZMPI_COLL_ALLREDUCE] = {ZMPI_ALLREDUCE_RHD, ZMPI_ALLREDUCE_RING},
+    [ZMPI_COLL_REDUCE_SCATTER] = {ZMPI_REDUCE_SCATTER_RING, ZMPI_REDUCE_SCATTER_RHD},
+};
+
+/* The rival of algorithm `algo` of coll, or 0. */
 static int rival_of(ZMPI_Coll coll, int algo)
 {
-    static const int pairs[][3] = {
-        {ZMPI_COLL_BCAST, ZMPI_BCAST_SCATTER_ALLGATHER, ZMPI_BCAST_PIPELINED},
-        {ZMPI_COLL_SCATTER, ZMPI_SCATTER_LINEAR, ZMPI_SCATTER_BINOMIAL},
-        {ZMPI_COLL_GATHER, ZMPI_GATHER_LINEAR, ZMPI_GATHER_BINOMIAL},
-        {ZMPI_COLL_ALLGATHER, ZMPI_ALLGATHER_RDB, ZMPI_ALLGATHER_RING},
-        {ZMPI_COLL_ALLREDUCE, ZMPI_ALLREDUCE_RHD, ZMPI_ALLREDUCE_RING},
-        {ZMPI_COLL_REDUCE_SCATTER, ZMPI_REDUCE_SCATTER_RING, ZMPI_REDUCE_SCATTER_RHD},
-    };
-    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-        if ((int)coll != pairs[i][0])
-            continue;
-        if (algo < 0) /* any rival at all */
-            return 1;
-        if (algo == pairs[i][1] || algo == pairs[i][2])
-            return algo == pairs[i][1] ? pairs[i][2] : pairs[i][1];
-    }
-    return 0;
+    const int *r = rivals[coll];
+    return algo == r[0] ? r[1] : algo == r[1] ? r[0] : 0;
 }
 
 /* Algorithm al of c->coll on the arguments j. */
@@ -174,7 +170,7 @@ static int compressed(zmpi_call *c, const zmpi_coll_ops *o, const zmpi_coll_args
     if (o->choose && c->st->cfg.algorithm[c->coll] == ZMPI_ALGO_DEFAULT)
         want = o->choose(c, a);
     c->algo = zmpi_coll_algo_pick(c, want);
-    if (c->rival && rival_of(c->coll, c->algo) > 0) /* the measurements prefer it, or measure it */
+    if (c->rival && rival_of(c->coll, c->algo)) /* the measurements prefer it, or measure it */
         c->algo = rival_of(c->coll, c->algo);
     const zmpi_algo *al = zmpi_coll_algo_get(c->coll, c->algo);
     if (!al) {
@@ -216,7 +212,7 @@ int zmpi_coll_run(const zmpi_coll_args *a)
     if (on == ZMPI_CALL_PLAIN)
         goto fn_plain;
     on = zmpi_call_begin(&c, a->comm, coll, k.type, o->reduces ? a->op : MPI_OP_NULL, k.bytes,
-                         rival_of(coll, -1));
+                         rivals[coll][0] > 0);
     if (on == ZMPI_CALL_ERR) {
         rc = c.err; /* unusable or disagreeing settings */
         goto fn_fail;

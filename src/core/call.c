@@ -558,12 +558,6 @@ void zmpi_call_end(zmpi_call *c)
     c->ctx = c->raw = NULL;
 }
 
-/* Finite min/max of the local input (+inf/-inf if none). */
-void zmpi_local_range(const zmpi_call *c, const void *in, size_t n, double *mn, double *mx, int *nonfinite)
-{
-    zmpi_value_range(in, n, c->dt, mn, mx, nonfinite); /* +inf / -inf when there is no finite value */
-}
-
 void zmpi_call_bound_range(zmpi_call *c, double hops, double lo, double hi)
 {
     double range = hi - lo;
@@ -597,7 +591,7 @@ int zmpi_call_bound(zmpi_call *c, double hops, const void *local_in, size_t loca
         return MPI_SUCCESS;
     }
     double mm[2], g[2];
-    zmpi_local_range(c, local_in, local_count, &mm[0], &mm[1], NULL);
+    zmpi_value_range(local_in, local_count, c->dt, &mm[0], &mm[1], NULL);
     mm[0] = -mm[0];
     int rc = PMPI_Allreduce(mm, g, 2, MPI_DOUBLE, MPI_MAX, c->comm);
     if (rc != MPI_SUCCESS)

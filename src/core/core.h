@@ -352,10 +352,6 @@ void zmpi_call_plain_done(MPI_Comm comm);
 int zmpi_call_bound(zmpi_call *c, double hops, const void *local_in, size_t local_count);
 /* The REL result-scope part of zmpi_call_bound, given the global range [lo, hi]. */
 void zmpi_call_bound_range(zmpi_call *c, double hops, double lo, double hi);
-/* The finite minimum and maximum of n elements of the call's type (lo > hi
- * if none is finite); *nonfinite (if not NULL) = 1 if some element is NaN or
- * infinite. */
-void zmpi_local_range(const zmpi_call *c, const void *in, size_t n, double *mn, double *mx, int *nonfinite);
 
 /* Worst-case stream size of count elements. */
 size_t zmpi_block_max(const zmpi_call *c, size_t count);

@@ -24,7 +24,7 @@ int zmpi_gsum_begin(zmpi_call *c, MPI_Op op, const void *in, size_t count, const
     g->step = 0;
     if (!grid_wanted(c, op))
         return zmpi_call_bound(c, hops, in, count);
-    zmpi_local_range(c, in, count, &loc[0], &loc[1], &bad);
+    zmpi_value_range(in, count, c->dt, &loc[0], &loc[1], &bad);
     loc[0] = -loc[0];
     loc[2] = bad;
     ZMPI_CHECK(PMPI_Allreduce(loc, glob, 3, MPI_DOUBLE, MPI_MAX, c->comm));
@@ -133,9 +133,11 @@ fn_fail:
 
 int zmpi_gtable_unpack(zmpi_call *c, const zmpi_gtable *t, int b0, int b1, int *corrupt)
 {
-    for (size_t j = t->bfirst[b0]; j < t->bfirst[b1]; j++)
-        if (t->all.len[j] >= 0 && zmpi_pieces_decompress(c, &t->all, j, t->codes)) /* never packed: the codes are current */
+    for (size_t j = t->bfirst[b0]; j < t->bfirst[b1]; j++) {
+        /* a piece never packed is still its codes in g->d */
+        if (t->all.len[j] >= 0 && zmpi_pieces_decompress(c, &t->all, j, t->codes))
             *corrupt = MPI_ERR_OTHER;
+    }
     return MPI_SUCCESS;
 }
 
@@ -268,6 +270,22 @@ int zmpi_gtable_halving(zmpi_call *c, zmpi_gtable *t, int p, int v, const int *r
         lo = klo;
         hi = khi;
     }
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+int zmpi_gtable_reduce_scatter(zmpi_call *c, const zmpi_gsum *g, const size_t *counts, const size_t *displs,
+                               int halving, int tag, zmpi_gtable *t, int *corrupt)
+{
+    int rc = MPI_SUCCESS, n = c->size, r = c->rank;
+    ZMPI_CHECK(zmpi_gtable_layout(c, g, counts, displs, n, t));
+    if (halving)
+        ZMPI_CHECK(zmpi_gtable_halving(c, t, n, r, NULL, tag, corrupt));
+    else
+        ZMPI_CHECK(zmpi_gtable_ring(c, t, tag, corrupt));
+    ZMPI_CHECK(zmpi_gtable_unpack(c, t, r, r + 1, corrupt));
 fn_exit:
     return rc;
 fn_fail:

@@ -98,5 +98,11 @@ void zmpi_gtable_free(zmpi_call *c, zmpi_gtable *t);
  * v; coll/common/halving.h). */
 int zmpi_gtable_ring(zmpi_call *c, zmpi_gtable *t, int tag, int *corrupt);
 int zmpi_gtable_halving(zmpi_call *c, zmpi_gtable *t, int p, int v, const int *ranks, int tag, int *corrupt);
+/* A whole reduce-scatter over the N = c->size blocks of the partition: the
+ * table laid out over g->d (*t: release with zmpi_gtable_free), the ring or
+ * (halving, N a power of two) recursive halving over all ranks, and this
+ * rank's summed block unpacked into its codes in g->d. */
+int zmpi_gtable_reduce_scatter(zmpi_call *c, const zmpi_gsum *g, const size_t *counts, const size_t *displs,
+                               int halving, int tag, zmpi_gtable *t, int *corrupt);
 
 #endif

@@ -54,9 +54,7 @@ int zmpi_ring_allreduce(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t
     if (!go)
         goto fn_exit;
     if (g.d) { /* on grid codes: summed packed, gathered in the codes, decoded at the end */
-        ZMPI_CHECK(zmpi_gtable_layout(c, &g, counts, displs, n, &t));
-        ZMPI_CHECK(zmpi_gtable_ring(c, &t, ZMPI_TAG_ALLREDUCE, &corrupt));
-        ZMPI_CHECK(zmpi_gtable_unpack(c, &t, c->rank, c->rank + 1, &corrupt));
+        ZMPI_CHECK(zmpi_gtable_reduce_scatter(c, &g, counts, displs, 0, ZMPI_TAG_ALLREDUCE, &t, &corrupt));
         res = (unsigned char *)g.d;
     } else {
         ZMPI_CHECK(zmpi_ring_reduce_scatter(c, in, res + displs[c->rank] * c->es, counts, displs, op,

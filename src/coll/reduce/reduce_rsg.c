@@ -132,12 +132,8 @@ int zmpi_reduce_rsg(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t cou
         own = tmp;
     }
     if (g.d) { /* summed packed; the own block unpacked into the codes */
-        ZMPI_CHECK(zmpi_gtable_layout(c, &g, counts, displs, n, &t));
-        if (zmpi_is_pow2(n))
-            ZMPI_CHECK(zmpi_gtable_halving(c, &t, n, r, NULL, ZMPI_TAG_REDUCE, &corrupt));
-        else
-            ZMPI_CHECK(zmpi_gtable_ring(c, &t, ZMPI_TAG_REDUCE, &corrupt));
-        ZMPI_CHECK(zmpi_gtable_unpack(c, &t, r, r + 1, &corrupt));
+        ZMPI_CHECK(zmpi_gtable_reduce_scatter(c, &g, counts, displs, zmpi_is_pow2(n), ZMPI_TAG_REDUCE, &t,
+                                              &corrupt));
     } else if (zmpi_is_pow2(n)) { /* recursive halving: log2 N messages instead of N - 1 */
         ZMPI_CHECK(zmpi_halving_reduce_scatter_copy(c, in, own, count, counts, displs, op, ZMPI_TAG_REDUCE,
                                                     &corrupt));

@@ -118,7 +118,6 @@ int zmpi_reduce_scatter_run(zmpi_call *c, const void *sendbuf, void *recvbuf, co
     size_t *counts = NULL, *displs = NULL, total = 0;
     zmpi_gsum g = {0};
     zmpi_gtable t = {0};
-    void *out = recvbuf;
 
     ZMPI_CHECK(zmpi_alloc((size_t)n * sizeof *counts, &counts));
     ZMPI_CHECK(zmpi_alloc((size_t)n * sizeof *displs, &displs));
@@ -137,17 +136,14 @@ int zmpi_reduce_scatter_run(zmpi_call *c, const void *sendbuf, void *recvbuf, co
     /* N - 1 compressions on the classic path; N quantisations on grid codes */
     ZMPI_CHECK(zmpi_gsum_begin(c, op, in, total, counts, displs, n, (double)(n - 1), &g));
     if (g.d) { /* summed packed; the own block unpacked into the codes and decoded into recvbuf */
-        ZMPI_CHECK(zmpi_gtable_layout(c, &g, counts, displs, n, &t));
-        if (halving)
-            ZMPI_CHECK(zmpi_gtable_halving(c, &t, n, c->rank, NULL, ZMPI_TAG_REDUCE_SCATTER, &corrupt));
-        else
-            ZMPI_CHECK(zmpi_gtable_ring(c, &t, ZMPI_TAG_REDUCE_SCATTER, &corrupt));
-        ZMPI_CHECK(zmpi_gtable_unpack(c, &t, c->rank, c->rank + 1, &corrupt));
+        ZMPI_CHECK(zmpi_gtable_reduce_scatter(c, &g, counts, displs, halving, ZMPI_TAG_REDUCE_SCATTER, &t,
+                                              &corrupt));
     } else if (halving) {
-        ZMPI_CHECK(zmpi_halving_reduce_scatter_copy(c, in, out, total, counts, displs, op,
+        ZMPI_CHECK(zmpi_halving_reduce_scatter_copy(c, in, recvbuf, total, counts, displs, op,
                                                     ZMPI_TAG_REDUCE_SCATTER, &corrupt));
     } else {
-        ZMPI_CHECK(zmpi_ring_reduce_scatter(c, in, out, counts, displs, op, ZMPI_TAG_REDUCE_SCATTER, &corrupt));
+        ZMPI_CHECK(
+            zmpi_ring_reduce_scatter(c, in, recvbuf, counts, displs, op, ZMPI_TAG_REDUCE_SCATTER, &corrupt));
     }
     if (g.d)
         ZMPI_CHECK(zmpi_gsum_decode(c, &g, counts, displs, c->rank, 1, recvbuf));
