@@ -84,6 +84,14 @@ static int bound(zmpi_call *c, const zmpi_coll_job *j)
 {
     if (c->algo == ZMPI_BCAST_CPRP2P) /* one compression per tree level; REL: the root's range */
         return zmpi_call_bound(c, ceil_log2(c->size), j->recvbuf, c->rank == j->root ? j->count : 0);
+    if (c->mode == ZMPI_EB_REL && c->rank == j->root && c->algo != ZMPI_BCAST_BINOMIAL) {
+        /* REL of the message, the whole buffer, also where it is compressed in pieces (a piece's own
+         * range is narrower: a tighter bound than asked, and a lower ratio) */
+        double lo, hi;
+        zmpi_value_range(j->recvbuf, j->count, c->dt, &lo, &hi, NULL);
+        zmpi_call_bound_range(c, 1, lo, hi);
+        return MPI_SUCCESS;
+    }
     return zmpi_call_bound(c, 1, NULL, 0);
 }
 

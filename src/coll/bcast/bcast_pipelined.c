@@ -21,8 +21,8 @@
  * worst case fits, since receives posted ahead must each match one message).
  *
  * Error per element: one compression. ABS: <= eb; REL: <= rel * (max - min)
- * of the element's chunk, never more than rel * (max - min) of the root's
- * buffer; message scope = result scope. The root's buffer is unchanged.
+ * of the root's buffer (bcast.c sets it as an absolute bound for every
+ * chunk); message scope = result scope. The root's buffer is unchanged.
  *
  * Edge cases: count 0 / one rank: nothing moves; count below one chunk: one
  * chunk (= binomial); any root; non-powers of two as in binomial.

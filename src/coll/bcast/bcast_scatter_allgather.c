@@ -10,21 +10,22 @@
  *
  *   root:   x = [p0 p1 p2 p3] -> Z0 Z1 Z2 Z3 (compressed once)
  *   bcast:  sizes |Z0| |Z1| |Z2| |Z3| to all
- *   scatterv:   rank i <- Z_i
+ *   scatter:    rank i <- Z_i (binomial tree)
  *   allgatherv: every rank <- Z0 Z1 Z2 Z3
  *   decompress: every non-root rank -> p0' p1' p2' p3'
  *
  * Each rank receives about 2 x |x| / ratio bytes in all (scatter +
  * allgather) instead of log2(N) x |x| / ratio in a binomial tree: the
  * large-message broadcast of MPI libraries (van de Geijn), on compressed
- * bytes. The movement uses the MPI library's own tuned Scatterv and
- * Allgatherv on the private communicator, except that for a power-of-two N
- * the allgather is zmpi's recursive doubling (coll/common/rdb.h), which
- * decompresses the pieces that arrived while the next step travels.
+ * bytes. The scatter is a binomial tree over contiguous ranges of the
+ * streams (a handful of large messages, not N - 1 messages of one piece
+ * each); for a power-of-two N the allgather is zmpi's recursive doubling
+ * (coll/common/rdb.h), which decompresses the pieces that arrived while the
+ * next step travels, else the MPI library's Allgatherv.
  *
  * Error per element: one compression. ABS: <= eb; REL: <= rel * (max - min)
- * of the element's piece (never wider than the buffer's range); message
- * scope = result scope. NaN, Inf arrive bit-exactly.
+ * of the root's buffer (bcast.c sets it as an absolute bound for every
+ * piece); message scope = result scope. NaN, Inf arrive bit-exactly.
  *
  * Edge cases: count 0 and count < N (empty pieces are header-only streams);
  * any root; non-powers of two; a total of compressed bytes above INT_MAX
@@ -103,6 +104,63 @@ static uint64_t sa_layout(const uint64_t *sizes, int n, int *cnt, int *dsp)
     return total;
 }
 
+/* Sends (to > = 0) or receives the streams of virtual ranks [a, b): at most
+ * two contiguous ranges of z (the range wraps past rank size - 1 for a root
+ * other than 0), each one exact transfer. */
+static int sa_move(sa_state *s, uint64_t total, int a, int b, int root, int peer, int send, zmpi_dm_reqs *r)
+{
+    zmpi_call *c = s->c;
+    int rc = MPI_SUCCESS, n = c->size;
+    int lo = zmpi_dm_real(a, root, n), hi = lo + (b - a); /* real pieces [lo, hi), hi may pass n */
+    int seg[2][2] = {{lo, hi < n ? hi : n}, {0, hi > n ? hi - n : 0}};
+    for (int k = 0; k < 2; k++) {
+        size_t from = (size_t)s->dsp[seg[k][0]];
+        size_t to = seg[k][1] == n ? (size_t)total : (size_t)s->dsp[seg[k][1]];
+        if (seg[k][1] <= seg[k][0] || to == from)
+            continue;
+        if (send)
+            ZMPI_CHECK(zmpi_dm_isend(c, s->z + from, to - from, peer, ZMPI_TAG_BCAST, r));
+        else
+            ZMPI_CHECK(zmpi_dm_irecv(c, s->z + from, to - from, peer, ZMPI_TAG_BCAST, r));
+    }
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+/* Binomial scatter of the streams (total bytes, laid out at dsp): virtual
+ * rank v receives the streams of its subtree from its parent, then hands
+ * each child its subtree's streams, the largest subtree first and one child
+ * at a time (the first child has the most to forward). Every transfer is one
+ * or two large messages: the root's link carries (N - 1) / N of the
+ * compressed bytes, as in a linear scatter, but never in messages of one
+ * piece (short messages pay a worse bandwidth on real networks). */
+static int sa_scatter(sa_state *s, uint64_t total, int root)
+{
+    zmpi_call *c = s->c;
+    int rc = MPI_SUCCESS, n = c->size, v = (c->rank - root + n) % n;
+    zmpi_dm_reqs r = {0};
+    if (v > 0) {
+        int parent = zmpi_dm_real(v - zmpi_dm_lowbit(v, n), root, n);
+        ZMPI_CHECK(sa_move(s, total, v, v + zmpi_dm_subtree(v, n), root, parent, 0, &r));
+        ZMPI_CHECK(zmpi_dm_waitall(&r));
+    }
+    for (int m = zmpi_dm_lowbit(v, n) >> 1; m > 0; m >>= 1) {
+        if (v + m >= n)
+            continue;
+        int child = v + m;
+        ZMPI_CHECK(sa_move(s, total, child, child + zmpi_dm_subtree(child, n), root,
+                           zmpi_dm_real(child, root, n), 1, &r));
+        ZMPI_CHECK(zmpi_dm_waitall(&r));
+    }
+fn_exit:
+    zmpi_dm_reqs_free(&r);
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
 /* The allgather of the scattered streams (total bytes): recursive doubling
  * for a power-of-two N (log2 N steps, decompressing while the next
  * travels), else MPI's Allgatherv, then decompression (non-root ranks). */
@@ -155,9 +213,8 @@ int zmpi_bcast_scatter_allgather(zmpi_call *c, void *buf, size_t count, int root
     }
     if (me != root)
         ZMPI_CHECK(zmpi_scratch_get(c, (size_t)total, &z));
-    ZMPI_CHECK(PMPI_Scatterv(z, cnt, dsp, MPI_BYTE, me == root ? MPI_IN_PLACE : (void *)(z + dsp[me]),
-                             cnt[me], MPI_BYTE, root, c->comm));
     sa_state s = {c, z, buf, cnt, dsp, base, extra, MPI_SUCCESS};
+    ZMPI_CHECK(sa_scatter(&s, total, root));
     ZMPI_CHECK(sa_allgather(&s, total, root));
     rc = s.drc;
 fn_exit:
