@@ -187,6 +187,7 @@ int zmpi_allreduce_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t 
             ZMPI_CHECK(zmpi_gtable_halving(c, &t, s.p, s.v, s.ranks, ZMPI_TAG_ALLREDUCE, &s.corrupt));
             ZMPI_CHECK(zmpi_gtable_unpack(c, &t, s.v, s.v + 1, &s.corrupt));
         }
+        ZMPI_CHECK(zmpi_gsum_spread(c, &g, s.counts, s.displs, s.v));
     } else if (in != recvbuf) { /* reduced in place from here on */
         memcpy(recvbuf, in, count * c->es);
     }

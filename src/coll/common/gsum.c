@@ -14,23 +14,24 @@ static int grid_wanted(const zmpi_call *c, MPI_Op op)
 }
 
 int zmpi_gsum_begin(zmpi_call *c, MPI_Op op, const void *in, size_t count, const size_t *counts,
-                    const size_t *displs, int nblocks, double hops, zmpi_gsum *g)
+                    const size_t *displs, int nblocks, double hops, int spread, zmpi_gsum *g)
 {
     int rc = MPI_SUCCESS, bad = 0, n = c->size;
     double loc[3], glob[3];
 
     g->d = NULL;
     g->count = count;
-    g->step = 0;
+    g->step = g->e2 = 0;
     if (!grid_wanted(c, op))
         return zmpi_call_bound(c, hops, in, count);
+    spread = spread && n >= 8; /* the coarse codes save log2(N / 2) bits a value, the fine ones cost 1 */
     zmpi_value_range(in, count, c->dt, &loc[0], &loc[1], &bad);
     loc[0] = -loc[0];
     loc[2] = bad;
     ZMPI_CHECK(PMPI_Allreduce(loc, glob, 3, MPI_DOUBLE, MPI_MAX, c->comm));
     double lo = -glob[0], hi = glob[1];
     double eb = c->mode == ZMPI_EB_ABS ? c->eb : c->eb * (hi - lo);
-    double e = eb / n, amax = fmax(fabs(lo), fabs(hi));
+    double e = spread ? eb / (2.0 * n) : eb / n, amax = fmax(fabs(lo), fabs(hi));
     double step = 2.0 * e * (1.0 - 0x1p-17), maxerr = e * (1.0 - 0x1p-18);
     int on = glob[2] == 0 && hi >= lo && isfinite(eb) && step >= DBL_MIN * 0x1p60 &&
              (double)n * (amax / step + 1.0) < 0x1p30;
@@ -50,6 +51,7 @@ int zmpi_gsum_begin(zmpi_call *c, MPI_Op op, const void *in, size_t count, const
         }
     }
     g->step = step;
+    g->e2 = spread ? eb / 2 : 0;
     atomic_fetch_add(&c->st->grid_sums, 1);
     c->grid = step;
     c->grid_es = c->es;
@@ -71,6 +73,29 @@ int zmpi_gsum_decode(zmpi_call *c, const zmpi_gsum *g, const size_t *counts, con
             return MPI_ERR_INTERN;
     }
     return MPI_SUCCESS;
+}
+
+int zmpi_gsum_spread(zmpi_call *c, zmpi_gsum *g, const size_t *counts, const size_t *displs, int b)
+{
+    int rc = MPI_SUCCESS;
+    double *y = NULL, step2 = 2.0 * g->e2 * (1.0 - 0x1p-17);
+    if (g->e2 <= 0)
+        return MPI_SUCCESS;
+    if (b >= 0 && counts[b] > 0) {
+        int32_t *d = g->d + displs[b];
+        ZMPI_CHECK(zmpi_scratch_get(c, counts[b] * sizeof *y, &y));
+        if (zmpi_grid_dequantize(d, counts[b], g->step, ZMPI_DOUBLE, y) != ZMPI_OK ||
+            zmpi_grid_quantize(y, counts[b], ZMPI_DOUBLE, step2, g->e2 * (1.0 - 0x1p-18), d) != ZMPI_OK) {
+            rc = MPI_ERR_INTERN; /* a coarser grid of values already on one: cannot fail */
+            goto fn_fail;
+        }
+    }
+    g->step = step2;
+fn_exit:
+    zmpi_scratch_put(c, y);
+    return rc;
+fn_fail:
+    goto fn_exit;
 }
 
 void zmpi_gsum_end(zmpi_call *c, zmpi_gsum *g)

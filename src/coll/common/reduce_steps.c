@@ -28,7 +28,7 @@ int zmpi_reduce_begin(zmpi_call *c, const void *in, void *recvbuf, size_t count,
         (*displs)[nblocks] = count;
     }
     if (g && nblocks > 0)
-        ZMPI_CHECK(zmpi_gsum_begin(c, op, in, count, *counts, *displs, nblocks, hops, g));
+        ZMPI_CHECK(zmpi_gsum_begin(c, op, in, count, *counts, *displs, nblocks, hops, 1, g));
     else
         ZMPI_CHECK(zmpi_call_bound(c, hops, in, count));
     *go = 1;
@@ -55,6 +55,7 @@ int zmpi_ring_allreduce(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t
         goto fn_exit;
     if (g.d) { /* on grid codes: summed packed, gathered in the codes, decoded at the end */
         ZMPI_CHECK(zmpi_gtable_reduce_scatter(c, &g, counts, displs, 0, ZMPI_TAG_ALLREDUCE, &t, &corrupt));
+        ZMPI_CHECK(zmpi_gsum_spread(c, &g, counts, displs, c->rank));
         res = (unsigned char *)g.d;
     } else {
         ZMPI_CHECK(zmpi_ring_reduce_scatter(c, in, res + displs[c->rank] * c->es, counts, displs, op,

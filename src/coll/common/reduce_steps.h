@@ -19,8 +19,10 @@
  * count; none for nblocks 0; the caller frees them, on errors too) and the
  * bound of one compression set for `hops` compressions (zmpi_call_bound,
  * collective). With g (not NULL), the reduction may run on grid codes
- * instead (zmpi_gsum_begin over the nblocks blocks, op decides): g->d is
- * then the input's codes, and the caller ends with zmpi_gsum_end. */
+ * instead (zmpi_gsum_begin over the nblocks blocks with spread, op
+ * decides): g->d is then the input's codes, the caller calls
+ * zmpi_gsum_spread between its reduce-scatter and the spreading of the
+ * blocks, and ends with zmpi_gsum_end. */
 int zmpi_reduce_begin(zmpi_call *c, const void *in, void *recvbuf, size_t count, int nblocks, double hops,
                       MPI_Op op, zmpi_gsum *g, size_t **counts, size_t **displs, int *go);
 

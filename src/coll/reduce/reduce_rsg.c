@@ -134,6 +134,7 @@ int zmpi_reduce_rsg(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t cou
     if (g.d) { /* summed packed; the own block unpacked into the codes */
         ZMPI_CHECK(zmpi_gtable_reduce_scatter(c, &g, counts, displs, zmpi_is_pow2(n), ZMPI_TAG_REDUCE, &t,
                                               &corrupt));
+        ZMPI_CHECK(zmpi_gsum_spread(c, &g, counts, displs, r));
     } else if (zmpi_is_pow2(n)) { /* recursive halving: log2 N messages instead of N - 1 */
         ZMPI_CHECK(zmpi_halving_reduce_scatter_copy(c, in, own, count, counts, displs, op, ZMPI_TAG_REDUCE,
                                                     &corrupt));

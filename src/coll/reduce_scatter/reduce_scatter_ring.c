@@ -134,7 +134,7 @@ int zmpi_reduce_scatter_run(zmpi_call *c, const void *sendbuf, void *recvbuf, co
         goto fn_exit;
     }
     /* N - 1 compressions on the classic path; N quantisations on grid codes */
-    ZMPI_CHECK(zmpi_gsum_begin(c, op, in, total, counts, displs, n, (double)(n - 1), &g));
+    ZMPI_CHECK(zmpi_gsum_begin(c, op, in, total, counts, displs, n, (double)(n - 1), 0, &g));
     if (g.d) { /* summed packed; the own block unpacked into the codes and decoded into recvbuf */
         ZMPI_CHECK(zmpi_gtable_reduce_scatter(c, &g, counts, displs, halving, ZMPI_TAG_REDUCE_SCATTER, &t,
                                               &corrupt));
