@@ -104,7 +104,7 @@ static uint64_t sa_layout(const uint64_t *sizes, int n, int *cnt, int *dsp)
     return total;
 }
 
-/* Sends (to > = 0) or receives the streams of virtual ranks [a, b): at most
+/* Sends (send != 0) or receives the streams of virtual ranks [a, b): at most
  * two contiguous ranges of z (the range wraps past rank size - 1 for a root
  * other than 0), each one exact transfer. */
 static int sa_move(sa_state *s, uint64_t total, int a, int b, int root, int peer, int send, zmpi_dm_reqs *r)
