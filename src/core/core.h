@@ -30,8 +30,9 @@
 #define ZMPI_TUNE_CLASSES 48
 /* The ways a collective call can run (measured per size class with the
  * model on): plain MPI, zmpi's default algorithm for its arguments, and that
- * algorithm's rival (zmpi_coll_rival: another compressed algorithm for the
- * same arguments, e.g. Bcast's pipelined tree against scatter + allgather). */
+ * algorithm's rival (coll/dispatch.c `rivals`: another compressed algorithm
+ * for the same arguments, e.g. Bcast's pipelined tree against scatter +
+ * allgather). */
 enum { ZMPI_WAY_PLAIN = 0, ZMPI_WAY_DEFAULT = 1, ZMPI_WAY_RIVAL = 2, ZMPI_WAYS = 3 };
 
 /* Scratch buffers kept by a communicator between calls (zmpi_scratch_get):
