@@ -6,10 +6,11 @@
  * Encoding a block: quantise 16 values in two 8-lane registers, check the
  * reconstruction (outliers are patched by a scalar fix-up), Lorenzo deltas
  * by a lane rotation, bit length from the OR of |d|, sign masks with
- * movemask, and bit planes by packing |d| to bytes and peeling the top bit
- * of every byte with movemask while doubling the bytes.
- * Decoding: each plane word is spread back to 16 bytes (shuffle + compare),
- * widened, signed, prefix-summed in registers and scaled by 2eb.
+ * movemask, and bit planes by packing |d| to bytes and transposing the
+ * 16 x 8 bit matrix (two 8 x 8 transposes in 64-bit lanes).
+ * Decoding: the same transpose back from up to 8 planes to 16 bytes, then
+ * widened, signed (without a branch on the sign mode), prefix-summed in
+ * registers and scaled by 2eb.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -108,24 +109,28 @@ static inline void put16(uint8_t *p, unsigned v)
     memcpy(p, &w, 2);
 }
 
-/* Emits one block of deltas d0 (values 0..7) and d1 (8..15). */
-/* The 8 bit planes of 16 bytes, plane 0 first, as 16 output bytes. */
-static inline void planes8(__m128i b, uint8_t *o)
+/* Transposes the 8x8 bit matrix in each 64-bit lane (bit 8r + c <-> bit
+ * 8c + r) by three rounds of swaps of 2x2, 4x4 and 8x8 sub-blocks. */
+static inline __m128i transpose8x8(__m128i v)
 {
-    uint64_t lo = 0, hi = 0;
-    /* peel the top bit of every byte (plane 7) downwards by doubling the bytes */
-    for (int j = 7; j >= 4; j--) {
-        hi |= (uint64_t)(unsigned)_mm_movemask_epi8(b) << (16 * (j - 4));
-        b = _mm_add_epi8(b, b);
-    }
-    for (int j = 3; j >= 0; j--) {
-        lo |= (uint64_t)(unsigned)_mm_movemask_epi8(b) << (16 * j);
-        b = _mm_add_epi8(b, b);
-    }
-    memcpy(o, &lo, 8);
-    memcpy(o + 8, &hi, 8);
+    __m128i t = _mm_and_si128(_mm_xor_si128(v, _mm_srli_epi64(v, 7)), _mm_set1_epi64x(0x00AA00AA00AA00AALL));
+    v = _mm_xor_si128(_mm_xor_si128(v, t), _mm_slli_epi64(t, 7));
+    t = _mm_and_si128(_mm_xor_si128(v, _mm_srli_epi64(v, 14)), _mm_set1_epi64x(0x0000CCCC0000CCCCLL));
+    v = _mm_xor_si128(_mm_xor_si128(v, t), _mm_slli_epi64(t, 14));
+    t = _mm_and_si128(_mm_xor_si128(v, _mm_srli_epi64(v, 28)), _mm_set1_epi64x(0x00000000F0F0F0F0LL));
+    return _mm_xor_si128(_mm_xor_si128(v, t), _mm_slli_epi64(t, 28));
 }
 
+/* The 8 bit planes of 16 bytes, plane 0 first, as 16 output bytes: the
+ * bytes of values 0-7 and 8-15 are transposed as two 8x8 bit matrices, then
+ * the two halves of each plane are put side by side. */
+static inline void planes8(__m128i b, uint8_t *o)
+{
+    b = _mm_shuffle_epi8(transpose8x8(b), _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15));
+    _mm_storeu_si128((__m128i *)o, b);
+}
+
+/* Emits one block of deltas d0 (values 0..7) and d1 (8..15). */
 static inline int emit16(fzl_enc *e, __m256i d0, __m256i d1)
 {
     __m256i a0 = _mm256_abs_epi32(d0), a1 = _mm256_abs_epi32(d1);
@@ -150,21 +155,13 @@ static inline int emit16(fzl_enc *e, __m256i d0, __m256i d1)
     o8[0] = (uint8_t)(L | S << 6);
     put16(o8 + 1, neg);
     o8 += 1 + sbytes;
+    /* all 8 planes of each byte group are written: the ones above L are zero
+     * and are overwritten by the next block (the room check counts them) */
     if (L <= 8) {
-        /* branch-free common case: all 8 planes of the low bytes are written,
-         * the ones above L are zero and are overwritten by the next block */
         planes8(bytes_of(a0, a1, 0, 0), o8);
     } else {
-        for (unsigned g = 0; 8 * g < L; g++) {
-            unsigned kmax = L - 8 * g < 8 ? L - 8 * g : 8;
-            __m128i b = bytes_of(a0, a1, (int)(8 * g), 1);
-            /* bring plane kmax-1 to the top bit of every byte, then peel downwards */
-            b = _mm_sll_epi16(b, _mm_cvtsi32_si128((int)(8 - kmax)));
-            for (int j = (int)kmax - 1; j >= 0; j--) {
-                put16(o8 + 2 * (8 * g + (unsigned)j), (unsigned)_mm_movemask_epi8(b));
-                b = _mm_add_epi8(b, b);
-            }
-        }
+        for (unsigned g = 0; 8 * g < L; g++)
+            planes8(bytes_of(a0, a1, (int)(8 * g), 1), o8 + 16 * g);
     }
     e->out = o8 + 2 * L;
     return 0;
@@ -271,6 +268,25 @@ static inline __m256i prefix8(__m256i d)
     return _mm256_add_epi32(d, _mm256_blend_epi32(_mm256_setzero_si256(), t, 0xF0));
 }
 
+/* Up to 8 bit planes of 16 values (nb = 2 bytes per plane, lowest plane
+ * first) as 16 bytes, byte i holding value i's bits: the planes' low and high
+ * bytes are gathered into two 8x8 bit matrices (row = plane, column =
+ * value), each transposed.
+ * Reads 16 bytes at w when avail allows, else copies the nb bytes. */
+static inline __m128i planes_to_bytes(const uint8_t *w, unsigned nb, size_t avail)
+{
+    __m128i v;
+    if (avail >= 16) {
+        const __m128i idx = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        v = _mm_and_si128(_mm_loadu_si128((const __m128i *)w), _mm_cmpgt_epi8(_mm_set1_epi8((char)nb), idx));
+    } else {
+        uint8_t t[16] = {0};
+        memcpy(t, w, nb);
+        v = _mm_loadu_si128((const __m128i *)t);
+    }
+    return transpose8x8(_mm_shuffle_epi8(v, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)));
+}
+
 /* Reads one block's deltas into d0|d1; returns bytes consumed or an error. */
 static inline ptrdiff_t read16(const uint8_t *p, size_t avail, __m256i *d0, __m256i *d1)
 {
@@ -283,47 +299,29 @@ static inline ptrdiff_t read16(const uint8_t *p, size_t avail, __m256i *d0, __m2
         *d0 = *d1 = _mm256_setzero_si256();
         return 1;
     }
-    size_t bs = 1 + (S == 0 ? 2 : 0) + 2 * (size_t)L;
+    size_t sb = S == 0 ? 2 : 0, bs = 1 + sb + 2 * (size_t)L;
     if (bs > avail)
         return ZMPI_ERR_CORRUPT;
-    const uint8_t *q = p + 1;
-    unsigned neg = 0;
-    if (S == 0) {
-        neg = (unsigned)q[0] | (unsigned)q[1] << 8;
-        q += 2;
-    }
-    const __m128i spread = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-    const __m128i bitsel = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, (char)128, 1, 2, 4, 8, 16, 32, 64, (char)128);
-    __m256i m0 = _mm256_setzero_si256(), m1 = _mm256_setzero_si256();
-    for (unsigned g = 0; 8 * g < L; g++) {
+    /* sign bits: explicit (S = 0), none (S = 1) or all (S = 2), applied without a branch */
+    unsigned neg = S == 0 ? (unsigned)p[1] | (unsigned)p[2] << 8 : S == 2 ? 0xFFFFu : 0u;
+    const uint8_t *q = p + 1 + sb;
+    size_t left = avail - 1 - sb;
+    __m128i acc = planes_to_bytes(q, 2 * (L < 8 ? L : 8), left);
+    __m256i m0 = _mm256_cvtepu8_epi32(acc), m1 = _mm256_cvtepu8_epi32(_mm_srli_si128(acc, 8));
+    for (unsigned g = 1; 8 * g < L; g++) { /* planes 8 and up: rare */
         unsigned kmax = L - 8 * g < 8 ? L - 8 * g : 8;
-        /* planes from the highest down: acc = 2*acc + bit, the bit coming from
-         * spreading the plane's 16 bits over 16 bytes (0xFF where set) */
-        __m128i acc = _mm_setzero_si128();
-        for (int j = (int)kmax - 1; j >= 0; j--) {
-            const uint8_t *w = q + 2 * (8 * g + (unsigned)j);
-            __m128i v = _mm_set1_epi16((short)((unsigned)w[0] | (unsigned)w[1] << 8));
-            v = _mm_cmpeq_epi8(_mm_and_si128(_mm_shuffle_epi8(v, spread), bitsel), bitsel);
-            acc = _mm_sub_epi8(_mm_add_epi8(acc, acc), v);
-        }
+        acc = planes_to_bytes(q + 16 * g, 2 * kmax, left - 16 * g);
         __m128i sh = _mm_cvtsi32_si128((int)(8 * g));
         m0 = _mm256_or_si256(m0, _mm256_sll_epi32(_mm256_cvtepu8_epi32(acc), sh));
         m1 = _mm256_or_si256(m1, _mm256_sll_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(acc, 8)), sh));
     }
-    if (S == 0) {
-        const __m256i b0 = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-        const __m256i b1 = _mm256_setr_epi32(256, 512, 1024, 2048, 4096, 8192, 16384, 32768);
-        __m256i nm = _mm256_set1_epi32((int)neg);
-        __m256i n0 = _mm256_cmpeq_epi32(_mm256_and_si256(nm, b0), b0);
-        __m256i n1 = _mm256_cmpeq_epi32(_mm256_and_si256(nm, b1), b1);
-        m0 = _mm256_sub_epi32(_mm256_xor_si256(m0, n0), n0);
-        m1 = _mm256_sub_epi32(_mm256_xor_si256(m1, n1), n1);
-    } else if (S == 2) {
-        m0 = _mm256_sub_epi32(_mm256_setzero_si256(), m0);
-        m1 = _mm256_sub_epi32(_mm256_setzero_si256(), m1);
-    }
-    *d0 = m0;
-    *d1 = m1;
+    const __m256i b0 = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256i b1 = _mm256_setr_epi32(256, 512, 1024, 2048, 4096, 8192, 16384, 32768);
+    __m256i nm = _mm256_set1_epi32((int)neg);
+    __m256i n0 = _mm256_cmpeq_epi32(_mm256_and_si256(nm, b0), b0);
+    __m256i n1 = _mm256_cmpeq_epi32(_mm256_and_si256(nm, b1), b1);
+    *d0 = _mm256_sub_epi32(_mm256_xor_si256(m0, n0), n0);
+    *d1 = _mm256_sub_epi32(_mm256_xor_si256(m1, n1), n1);
     return (ptrdiff_t)bs;
 }
 
