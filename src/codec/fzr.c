@@ -247,12 +247,15 @@ static void code_chunk(const fzl_q *qp, zmpi_dtype dtype, const void *src, size_
                        unsigned kmax, size_t R, size_t P, fzr_scratch *w, size_t *nout, size_t *nesc)
 {
     size_t es = zmpi_dtype_size(dtype);
-    if (quantise(qp, dtype, (const uint8_t *)src + c0 * es, c1 - c0, w->q + c0, w->ok + c0))
-        for (size_t j = c0; j < c1; j++)
-            if (!w->ok[j]) {
-                w->opos[(*nout)++] = (uint32_t)j;
-                w->q[j] = j ? w->q[j - 1] : 0u;
-            }
+    if (quantise(qp, dtype, (const uint8_t *)src + c0 * es, c1 - c0, w->q + c0, w->ok + c0)) {
+        /* the outliers, in order (an outlier's code may be the previous one's) */
+        const uint8_t *f = w->ok + c0, *end = w->ok + c1;
+        for (; (f = memchr(f, 0, (size_t)(end - f))) != NULL; f++) {
+            size_t j = (size_t)(f - w->ok);
+            w->opos[(*nout)++] = (uint32_t)j;
+            w->q[j] = j ? w->q[j - 1] : 0u;
+        }
+    }
     for (size_t b = c0; b < c1; b += FZR_B) {
         size_t e = b + FZR_B < n ? b + FZR_B : n;
         uint32_t z[2][FZR_B], *bz = z[0];

@@ -129,8 +129,9 @@ static inline void flush(uint64_t *acc, unsigned *nb, uint8_t **o)
 
 ptrdiff_t zc_huff_encode(const uint8_t *sym, size_t n, uint8_t *dst, size_t cap)
 {
-    /* one histogram per stream, filled in lock-step (independent tables) */
-    uint32_t h[NSTREAM][256];
+    /* two histograms per stream, filled in lock-step: eight independent
+     * tables, so that runs of one symbol do not wait on one counter */
+    uint32_t h[2 * NSTREAM][256];
     memset(h, 0, sizeof h);
     const uint8_t *in[NSTREAM];
     size_t m[NSTREAM];
@@ -138,16 +139,23 @@ ptrdiff_t zc_huff_encode(const uint8_t *sym, size_t n, uint8_t *dst, size_t cap)
         in[s] = sym + stream_start(n, s);
         m[s] = stream_start(n, s + 1) - stream_start(n, s);
     }
-    size_t q = m[0]; /* the shortest stream (stream_start rounds down) */
-    for (size_t j = 0; j < q; j++) {
-        h[0][in[0][j]]++;
-        h[1][in[1][j]]++;
-        h[2][in[2][j]]++;
-        h[3][in[3][j]]++;
+    size_t q = m[0], j0 = 0; /* q: the shortest stream (stream_start rounds down) */
+    for (; j0 + 2 <= q; j0 += 2) {
+        h[0][in[0][j0]]++;
+        h[1][in[1][j0]]++;
+        h[2][in[2][j0]]++;
+        h[3][in[3][j0]]++;
+        h[4][in[0][j0 + 1]]++;
+        h[5][in[1][j0 + 1]]++;
+        h[6][in[2][j0 + 1]]++;
+        h[7][in[3][j0 + 1]]++;
     }
     for (unsigned s = 0; s < NSTREAM; s++)
-        for (size_t j = q; j < m[s]; j++)
+        for (size_t j = j0; j < m[s]; j++)
             h[s][in[s][j]]++;
+    for (unsigned s = 0; s < NSTREAM; s++)
+        for (int v = 0; v < 256; v++)
+            h[s][v] += h[NSTREAM + s][v];
     uint64_t cnt[256];
     int distinct = 0;
     for (int v = 0; v < 256; v++) {
