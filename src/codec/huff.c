@@ -270,6 +270,46 @@ static inline int get1(bitrd *b, const uint16_t *tab, uint8_t *out)
     return 0;
 }
 
+/* Multi-symbol table: for each MT_BITS-bit window, up to 3 whole codes in
+ * it: bits 0-23 their symbols (first lowest), 24-27 the bits they take,
+ * 28-29 how many (0: the first code is longer than the window, or unused). */
+#define MT_BITS 11u
+static void multi_table(const uint16_t *tab, uint32_t *mt)
+{
+    for (uint32_t i = 0; i < (1u << MT_BITS); i++) {
+        uint32_t e = 0;
+        unsigned used = 0, cnt = 0;
+        while (cnt < 3) {
+            /* the bits above the window read as zeros: a code found no longer
+             * than the bits left is the stream's next code whatever follows */
+            unsigned t = tab[i >> used], l = t >> 8;
+            if (l == 0 || used + l > MT_BITS)
+                break;
+            e |= (t & 255u) << (8 * cnt);
+            used += l;
+            cnt++;
+        }
+        mt[i] = e | used << 24 | cnt << 28;
+    }
+}
+
+/* One lookup: up to 3 symbols written at *o (4 bytes stored, the last as
+ * scratch), or one long code through tab; returns 1 for an unused code
+ * (nothing consumed). Needs at least HUFF_LMAX bits in the accumulator. */
+static inline unsigned step(bitrd *b, const uint32_t *mt, const uint16_t *tab, uint8_t **o)
+{
+    uint32_t e = mt[b->acc & ((1u << MT_BITS) - 1u)];
+    unsigned t = tab[b->acc & ((1u << HUFF_LMAX) - 1u)], l = t >> 8;
+    uint32_t f = (t & 255u) | l << 24 | (l ? 1u : 0u) << 28;
+    e = e >> 28 ? e : f; /* both looked up: no branch on the rare long codes */
+    unsigned bits = (e >> 24) & 15u;
+    memcpy(*o, &e, 4);
+    *o += e >> 28;
+    b->acc >>= bits;
+    b->nb -= bits;
+    return e >> 28 == 0;
+}
+
 int zc_huff_decode(const uint8_t *src, size_t size, uint8_t *sym, size_t n)
 {
     if (size < 2)
@@ -307,7 +347,10 @@ int zc_huff_decode(const uint8_t *src, size_t size, uint8_t *sym, size_t n)
         for (unsigned k = code[s]; k < (1u << HUFF_LMAX); k += 1u << l)
             tab[k] = (uint16_t)(s | l << 8);
     }
+    uint32_t mt[1u << MT_BITS];
+    multi_table(tab, mt);
     bitrd b[NSTREAM];
+    uint8_t *o[NSTREAM], *oe[NSTREAM];
     size_t pos = HEAD;
     for (unsigned s = 0; s < NSTREAM; s++) {
         size_t sz = s + 1 < NSTREAM ? zc_get_u32(src + 129 + 4 * s) : size - pos;
@@ -315,31 +358,32 @@ int zc_huff_decode(const uint8_t *src, size_t size, uint8_t *sym, size_t n)
             return ZMPI_ERR_CORRUPT;
         b[s] = (bitrd){0, 0, src + pos, src + pos + sz};
         pos += sz;
+        o[s] = sym + stream_start(n, s);
+        oe[s] = sym + stream_start(n, s + 1);
     }
-    /* lock-step over the four streams while all have symbols left */
-    size_t q = n / NSTREAM; /* stream s holds q or q + 1 symbols */
-    uint8_t *o0 = sym, *o1 = sym + stream_start(n, 1), *o2 = sym + stream_start(n, 2),
-            *o3 = sym + stream_start(n, 3);
-    int bad = 0;
-    size_t j = 0;
-    for (; j + 4 <= q; j += 4) {
-        /* 4 codes of at most HUFF_LMAX = 13 bits per stream after each refill (56 bits) */
+    /* lock-step over the four streams while each has 8 bytes of input (a
+     * refill then leaves at least 56 bits: four lookups of at most 13) and
+     * room for four steps of up to 3 symbols and a byte of scratch; an
+     * unused code consumes nothing, so it ends the loop */
+    unsigned bad = 0;
+    uint8_t *o0 = o[0], *o1 = o[1], *o2 = o[2], *o3 = o[3];
+    while (!bad && b[0].e - b[0].p >= 8 && b[1].e - b[1].p >= 8 && b[2].e - b[2].p >= 8 && b[3].e - b[3].p >= 8 &&
+           oe[0] - o0 >= 16 && oe[1] - o1 >= 16 && oe[2] - o2 >= 16 && oe[3] - o3 >= 16) {
         refill(&b[0]), refill(&b[1]), refill(&b[2]), refill(&b[3]);
         for (unsigned k = 0; k < 4; k++) {
-            bad |= get1(&b[0], tab, o0 + j + k);
-            bad |= get1(&b[1], tab, o1 + j + k);
-            bad |= get1(&b[2], tab, o2 + j + k);
-            bad |= get1(&b[3], tab, o3 + j + k);
+            bad |= step(&b[0], mt, tab, &o0);
+            bad |= step(&b[1], mt, tab, &o1);
+            bad |= step(&b[2], mt, tab, &o2);
+            bad |= step(&b[3], mt, tab, &o3);
         }
-        if (bad)
-            return ZMPI_ERR_CORRUPT;
     }
+    if (bad)
+        return ZMPI_ERR_CORRUPT;
+    o[0] = o0, o[1] = o1, o[2] = o2, o[3] = o3;
     for (unsigned s = 0; s < NSTREAM; s++) {
-        uint8_t *o = sym + stream_start(n, s);
-        size_t m = stream_start(n, s + 1) - stream_start(n, s);
-        for (size_t k = j; k < m; k++) {
+        for (; o[s] < oe[s]; o[s]++) {
             refill(&b[s]);
-            if (get1(&b[s], tab, o + k))
+            if (get1(&b[s], tab, o[s]))
                 return ZMPI_ERR_CORRUPT;
         }
         /* every byte read, fewer than 8 padding bits left */

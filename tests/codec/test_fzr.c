@@ -79,6 +79,17 @@ static void test_huff(tstate *ts)
     bad[1] = 0xc; /* lengths 12: beyond the limit */
     bad[0] = 0;
     CHECK(ts, zc_huff_decode(bad, sizeof bad, out, 16) == ZMPI_ERR_CORRUPT, "length 12 accepted");
+    /* an incomplete code (one symbol of length 1: code 0) and long streams of
+     * the unused code 1: the multi-symbol loop must stop on it, not spin */
+    uint8_t odd[141 + 400];
+    memset(odd, 0xff, sizeof odd);
+    memset(odd, 0, 141);
+    odd[1] = 0x01;
+    for (int k = 0; k < 3; k++)
+        odd[129 + 4 * k] = 100; /* streams 0-2: 100 bytes each (little-endian u32) */
+    CHECK(ts, zc_huff_decode(odd, sizeof odd, s, 4096) == ZMPI_ERR_CORRUPT, "unused code accepted");
+    odd[141] = 0; /* stream 0 starts with eight valid codes */
+    CHECK(ts, zc_huff_decode(odd, sizeof odd, s, 4096) == ZMPI_ERR_CORRUPT, "unused code after valid ones accepted");
     free(s);
 }
 
