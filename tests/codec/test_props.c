@@ -16,6 +16,7 @@
  *                       passes by comparing the portable coder with itself.
  */
 #include "fzl.h"
+#include "fzr.h"
 #include "testutil.h"
 
 static const size_t counts[] = {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65,
@@ -312,9 +313,10 @@ static void test_large(tstate *ts, int quick)
 }
 
 #ifdef ZMPI_HAVE_AVX2
-/* The AVX2 and portable fzl coders write and read the same bytes (every
- * generator, float and double, two bounds, a count with a tail after the
- * 16-value blocks and one without). */
+/* The AVX2 and portable fzl coders write and read the same bytes, and
+ * fzr's two encoder builds write the same bytes (every generator, float and
+ * double, two bounds, a count with a tail after the 16-value blocks and
+ * one without). */
 static void test_fzl_paths(tstate *ts)
 {
     const size_t ns[2] = {5003, 4096};
@@ -337,6 +339,18 @@ static void test_fzl_paths(tstate *ts)
                 CHECK(ts, la > 0 && la == lb && memcmp(a, b, (size_t)la) == 0,
                       "fzl simd/portable streams differ (gen %s, %s, n %zu, eb %g)", gen_names[g],
                       dti ? "f64" : "f32", n, eb);
+                /* fzr's encoder kernels, portable and AVX2, without and with shape hints */
+                for (int h = 0; h < 3; h++) {
+                    zc_seg f = {.dtype = dt, .n = n, .eb = eb, .param = 0, .hist = NULL,
+                                .dim_r = h ? 61u : 0u, .dim_p = h == 2 ? 61u * 7u : 0u};
+                    ptrdiff_t fa = zc_fzr_encode_impl(&f, x, a, 1 << 20, 1);
+                    ptrdiff_t fb = zc_fzr_encode_impl(&f, x, b, 1 << 20, 0);
+                    CHECK(ts, fa > 0 && fa == fb && memcmp(a, b, (size_t)fa) == 0,
+                          "fzr simd/portable streams differ (gen %s, %s, n %zu, eb %g, hints %d)", gen_names[g],
+                          dti ? "f64" : "f32", n, eb, h);
+                }
+                la = zc_fzl_encode_impl(&s, x, a, 1 << 20, 1);
+                lb = zc_fzl_encode_impl(&s, x, b, 1 << 20, 0);
                 if (la > 0 && lb > 0) {
                     int r1 = zc_fzl_decode_impl(&s, b, (size_t)lb, y1, 1);
                     int r2 = zc_fzl_decode_impl(&s, b, (size_t)lb, y2, 0);
