@@ -121,8 +121,9 @@ static int start(pw *p, int s)
 }
 
 /* The buffers (the outgoing streams' worst cases, the window's receive
- * slots) and steps 1 .. win-1 started; in place, every outgoing block is
- * compressed first, before anything lands. */
+ * slots) and steps 1 .. win-1 started, each as soon as its block is
+ * compressed; in place, every outgoing block is compressed first, before
+ * anything lands. */
 static int pw_setup(pw *p)
 {
     zmpi_call *c = p->c;
@@ -149,9 +150,12 @@ static int pw_setup(pw *p)
     ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *p->ooff, &p->ooff));
     ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *p->olen, &p->olen));
     ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *p->lenbuf, &p->lenbuf));
-    ZMPI_CHECK(compress_upto(p, p->in_place ? size - 1 : p->win - 1));
-    for (int s = 1; s < p->win && s < size; s++)
+    if (p->in_place)
+        ZMPI_CHECK(compress_upto(p, size - 1));
+    for (int s = 1; s < p->win && s < size; s++) { /* each step goes out as soon as its block is coded */
+        ZMPI_CHECK(compress_upto(p, s));
         ZMPI_CHECK(start(p, s));
+    }
 fn_exit:
     return rc;
 fn_fail:
