@@ -25,10 +25,9 @@ static inline uint32_t zz(uint32_t r)
 /* Codes of n values: q[j] (wrapping u32 of the int32 code), and the number
  * of values that are not within eb of their code's value (NaN, Inf, codes
  * beyond 2^30); ok[j] = 0 marks them. Branch-free so that it vectorises
- * (under -fno-trapping-math). Rounding adds and removes
- * 2^23 (2^52 for double): round-half-even below it; beyond it the code may
- * be off by one, which the check then rejects (only for bounds below 2^-23
- * of the values). */
+ * (under -fno-trapping-math). Rounding adds and removes 2^23 (2^52 for
+ * double): round-half-even below it; beyond it the code may be off by one,
+ * which the check then rejects (only for bounds below 2^-23 of the values). */
 ZC_FZR_INLINE size_t quantise(const fzl_q *p, zmpi_dtype dtype, const void *x, size_t n, uint32_t *restrict q,
                        uint8_t *restrict ok)
 {
