@@ -58,6 +58,9 @@
 #define BK_MAX_ALGOS 32
 #define BK_ROOT 0
 #define BK_TAG 7001
+#define BK_MAX_REPEAT 25 /* with --min-time */
+#define BK_STR_(x) #x
+#define BK_STR(x) BK_STR_(x)
 
 /* ---- what is benchmarked ---- */
 
@@ -113,6 +116,7 @@ typedef struct bk_opts {
     int codec;           /* -1: from the environment */
     const char *algos;   /* NULL or "all": every algorithm */
     int repeat;          /* 0: automatic */
+    double min_time;     /* more repetitions until the timed calls add up to this (s) */
     int warmup;
     const char *file;
     const char *csv;
@@ -142,8 +146,9 @@ typedef struct bk_case {
     int *counts;         /* reduce_scatter: recvcounts */
     void *in, *out, *ref;
     size_t in_n, out_n;  /* elements of in / of out and ref at this rank */
-    int repeat;
-    double *times;       /* repeat entries */
+    int repeat;          /* at least; min_time may add more, up to cap */
+    int cap;
+    double *times;       /* cap entries */
     double bound;        /* absolute bound that applies at this rank; < 0: none */
     double eb_ref;       /* the user's bound in absolute terms (for max_err_over_eb) */
     int check;           /* violations are counted */
@@ -237,6 +242,8 @@ static void bk_usage(const bench *b, FILE *f)
             "  --codec NAME      zmpi codec (default fzl or ZMPI_CODEC)\n"
             "  --algos LIST      all (default) or algorithm names, comma-separated\n"
             "  --repeat R        timed repetitions (default 11 up to 1 MiB, 5 above)\n"
+            "  --min-time T      more repetitions (at most " BK_STR(BK_MAX_REPEAT) " in all) until the timed\n"
+            "                    calls add up to T seconds: short calls on a noisy host need more\n"
             "  --warmup W        untimed calls first (default 2)\n"
             "  --file RAW        data: raw little-endian floats (.f64: doubles), tiled\n"
             "                    (default " BK_DEFAULT_FIELD " from ZMPI_DATA or ../shared/data)\n"
@@ -346,6 +353,11 @@ static int bk_parse_args(bench *b, int argc, char **argv)
         } else if (!strcmp(a, "--repeat")) {
             if (bk_parse_int(v, 1, &o->repeat))
                 return bk_fail(b, 2, "bad --repeat '%s' (an integer >= 1)", v);
+        } else if (!strcmp(a, "--min-time")) {
+            char *end = NULL;
+            o->min_time = strtod(v, &end);
+            if (!end || *end || !(o->min_time >= 0) || o->min_time > 1e6)
+                return bk_fail(b, 2, "bad --min-time '%s' (seconds, >= 0)", v);
         } else if (!strcmp(a, "--warmup")) {
             if (bk_parse_int(v, 0, &o->warmup))
                 return bk_fail(b, 2, "bad --warmup '%s' (an integer >= 0)", v);
@@ -651,7 +663,10 @@ static int bk_measure(bench *b, bk_case *k, int z, MPI_Comm comm, bk_row *row, i
     memset(&s1, 0, sizeof s1);
     if (z)
         ZMPI_Comm_get_stats(comm, &s0);
-    for (int i = 0; i < k->repeat; i++) {
+    /* every rank sees the same times (the slowest rank's): the same count */
+    int reps = 0;
+    double sum = 0;
+    for (int i = 0; i < k->repeat || (sum < b->o.min_time && i < k->cap); i++) {
         bk_prepare(b, k, k->out);
         MPI_Barrier(b->ctl);
         double t0 = MPI_Wtime();
@@ -662,15 +677,16 @@ static int bk_measure(bench *b, bk_case *k, int z, MPI_Comm comm, bk_row *row, i
         if (r != MPI_SUCCESS && rc == MPI_SUCCESS)
             rc = r;
         MPI_Allreduce(&t, &k->times[i], 1, MPI_DOUBLE, MPI_MAX, b->ctl);
+        sum += k->times[i];
+        reps = i + 1;
     }
     rc = bk_agree(b, rc, who);
     if (rc)
         return rc;
     if (z)
         ZMPI_Comm_get_stats(comm, &s1);
-    qsort(k->times, (size_t)k->repeat, sizeof(double), bk_cmp_double);
-    row->time = k->repeat % 2 ? k->times[k->repeat / 2]
-                              : 0.5 * (k->times[k->repeat / 2 - 1] + k->times[k->repeat / 2]);
+    qsort(k->times, (size_t)reps, sizeof(double), bk_cmp_double);
+    row->time = reps % 2 ? k->times[reps / 2] : 0.5 * (k->times[reps / 2 - 1] + k->times[reps / 2]);
 
     /* one untimed call on a poisoned buffer (all-ones bytes: NaN) for the check */
     void *dst = z ? k->out : k->ref;
@@ -811,7 +827,8 @@ static int bk_case_init(bench *b, bk_case *k, bk_coll coll, size_t bytes)
     k->in = malloc(k->in_n * b->es + 1);
     k->out = malloc(k->out_n * b->es + 1);
     k->ref = malloc(k->out_n * b->es + 1);
-    k->times = malloc((size_t)k->repeat * sizeof(double));
+    k->cap = k->repeat > BK_MAX_REPEAT ? k->repeat : BK_MAX_REPEAT;
+    k->times = malloc((size_t)k->cap * sizeof(double));
     if (!k->in || !k->out || !k->ref || !k->times)
         return 1;
     if (bk_fill(b, k->in, k->in_n, (size_t)b->rank + 1))
