@@ -49,7 +49,8 @@ enum {
     ZMPI_TAG_SCATTER = 0x7A42,
     ZMPI_TAG_GATHER = 0x7A43,
     ZMPI_TAG_ALLGATHER = 0x7A44,
-    ZMPI_TAG_ALLTOALL = 0x7A45
+    ZMPI_TAG_ALLTOALL = 0x7A45,
+    ZMPI_TAG_BCAST_SIZES = 0x7A46 /* the Bcast root's stream sizes, beside its scatter */
 };
 
 /* Largest message in bytes (overridable at build time to test the
