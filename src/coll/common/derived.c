@@ -150,11 +150,21 @@ static int compresses(MPI_Comm comm)
     return st && ZMPI_Config_compresses(&st->cfg);
 }
 
+/* 1 if type is MPI_DATATYPE_NULL or one zmpi takes as it is. */
+static int plain_type(MPI_Datatype type)
+{
+    zmpi_dtype dt;
+    return type == MPI_DATATYPE_NULL || zmpi_classify(type, &dt);
+}
+
 int zmpi_coll_derived(const zmpi_coll_args *a, int *rc)
 {
     int rank = 0, size = 0, inter = 0, ds, dr = 0, inplace = 0;
     size_t sinst = 0, rinst = 0;
     side s = {0}, r = {0};
+    /* the common case first, without a call into MPI: no derived type */
+    if (a->call == ZMPI_CC_BCAST ? plain_type(a->datatype) : plain_type(a->sendtype) && plain_type(a->recvtype))
+        return 0;
     if ((a->call != ZMPI_CC_BCAST && a->call != ZMPI_CC_SCATTER && a->call != ZMPI_CC_GATHER &&
          a->call != ZMPI_CC_ALLGATHER && a->call != ZMPI_CC_ALLTOALL) ||
         a->comm == MPI_COMM_NULL || PMPI_Comm_test_inter(a->comm, &inter) != MPI_SUCCESS || inter ||
