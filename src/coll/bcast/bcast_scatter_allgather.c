@@ -172,20 +172,20 @@ static int sa_scatter_root(sa_state *s, unsigned char **held, unsigned char **ow
                            zmpi_dm_reqs *sr)
 {
     zmpi_call *c = s->c;
-    int rc = MPI_SUCCESS, n = c->size, k = 0;
+    int rc = MPI_SUCCESS, n = c->size;
     size_t cap = sa_cap(s, 0), pos = 0, len = 0;
-    uint64_t lenbuf[2];
+    uint64_t lenbuf = 0; /* one send in flight at a time */
     unsigned char *z = NULL;
     zmpi_dm_reqs r = {0};
     ZMPI_CHECK(zmpi_scratch_get(c, cap, &z));
     *held = z;
-    for (int m = zmpi_dm_lowbit(0, n) >> 1; m > 0; m >>= 1, k ^= 1) {
+    for (int m = zmpi_dm_lowbit(0, n) >> 1; m > 0; m >>= 1) {
         if (m >= n)
             continue;
         ZMPI_CHECK(sa_build(s, m, z + pos, &len));
         ZMPI_CHECK(zmpi_dm_waitall(&r)); /* the previous child's */
         ZMPI_CHECK(zmpi_dm_isend_var(c, z + pos, len, sa_cap(s, m), zmpi_dm_real(m, s->root, n), ZMPI_TAG_BCAST,
-                                     &lenbuf[k], &r));
+                                     &lenbuf, &r));
         pos += len;
     }
     ZMPI_CHECK(sa_piece(s, s->root, z + pos, &len));
@@ -227,9 +227,9 @@ static int sa_scatter_rank(sa_state *s, int v, unsigned char **held, unsigned ch
     for (int m = zmpi_dm_lowbit(v, n) >> 1; m > 0; m >>= 1) {
         if (v + m >= n)
             continue;
-        size_t b = ok && in.len - pos >= 8 ? (size_t)sa_get64(z + pos) : SIZE_MAX;
-        ok = ok && b <= sa_cap(s, v + m) && b <= in.len - pos - 8;
-        ZMPI_CHECK(zmpi_dm_isend_var(c, z + pos + 8, ok ? b : 0, sa_cap(s, v + m), zmpi_dm_real(v + m, s->root, n),
+        size_t b = ok && in.len - pos >= 8 ? (size_t)sa_get64(z + pos) : SIZE_MAX, bcap = sa_cap(s, v + m);
+        ok = ok && b <= bcap && b <= in.len - pos - 8;
+        ZMPI_CHECK(zmpi_dm_isend_var(c, z + pos + 8, ok ? b : 0, bcap, zmpi_dm_real(v + m, s->root, n),
                                      ZMPI_TAG_BCAST, &lenbuf, &r));
         ZMPI_CHECK(zmpi_dm_waitall(&r));
         pos = ok ? pos + 8 + b : pos;
