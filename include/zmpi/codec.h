@@ -142,7 +142,9 @@ typedef enum zmpi_param {
     ZMPI_P_TRUNC_BITS = 4,   /* bits dropped by trunc: 1..52 for double (default 32), 1..23 for float (default 16) */
     ZMPI_P_CHECKSUM = 5,     /* 1 (default): XXH3 checksum per segment; 0: none */
     ZMPI_P_ROW = 6,          /* shape hint for fzr: elements per row (fastest dimension); 0 (default) = none */
-    ZMPI_P_PLANE = 7         /* shape hint for fzr: elements per plane (rows x row length); 0 (default) = none */
+    ZMPI_P_PLANE = 7,        /* shape hint for fzr: elements per plane (rows x row length); 0 (default) = none */
+    ZMPI_P_MESSAGE = 8       /* 1: the stream is a point-to-point message of libzmpi_mpi (flag ZMPI_SF_MESSAGE);
+                                0 (default) for every other stream */
 } zmpi_param;
 
 typedef struct zmpi_ctx zmpi_ctx;
@@ -215,6 +217,10 @@ typedef struct zmpi_stream_info {
 } zmpi_stream_info;
 #define ZMPI_SF_CHECKSUM 0x1u /* segments carry XXH3 checksums */
 #define ZMPI_SF_RESET 0x2u    /* inter-step: the channel is (re)started with this message */
+/* A point-to-point message of libzmpi_mpi (ZMPI_P_MESSAGE): its receivers
+ * decode only streams that carry this flag, so a stream a program makes
+ * with the codec API and sends as data arrives as that data. */
+#define ZMPI_SF_MESSAGE 0x4u
 
 /* Parses and validates a stream header (and its segment index) in src.
  * Returns ZMPI_OK and fills *info, or ZMPI_ERR_CORRUPT / ZMPI_ERR_VERSION.

@@ -20,6 +20,7 @@ zmpi_ctx *zmpi_ctx_create(void)
     c->level_set = 0;
     c->trunc_bits = 0;
     c->checksum = 1;
+    c->message = 0;
     c->row = 0;
     c->plane = 0;
     return c;
@@ -94,6 +95,11 @@ long long zmpi_ctx_set_param(zmpi_ctx *ctx, zmpi_param param, long long v)
             return ZMPI_ERR_ARG;
         ctx->checksum = (int)v;
         return v;
+    case ZMPI_P_MESSAGE:
+        if (v != 0 && v != 1)
+            return ZMPI_ERR_ARG;
+        ctx->message = (int)v;
+        return v;
     case ZMPI_P_ROW:
     case ZMPI_P_PLANE:
         if (v < 0 || v > UINT32_MAX)
@@ -115,6 +121,7 @@ long long zmpi_ctx_get_param(const zmpi_ctx *ctx, zmpi_param param)
     case ZMPI_P_LEVEL: return ctx->level;
     case ZMPI_P_TRUNC_BITS: return ctx->trunc_bits;
     case ZMPI_P_CHECKSUM: return ctx->checksum;
+    case ZMPI_P_MESSAGE: return ctx->message;
     case ZMPI_P_ROW: return ctx->row;
     case ZMPI_P_PLANE: return ctx->plane;
     }

@@ -15,6 +15,7 @@ struct zmpi_ctx {
     int level_set;        /* ZMPI_P_LEVEL given: fzr codes its residual bytes with zstd at that level */
     int trunc_bits;       /* 0 = the dtype's default */
     int checksum;         /* 0/1 */
+    int message;          /* 0/1: ZMPI_SF_MESSAGE in the stream's flags */
     uint32_t row, plane;  /* fzr shape hints, 0 = none */
 };
 

@@ -41,7 +41,7 @@
 #define MAGIC1 'M'
 #define MAGIC2 'P'
 #define MAGIC3 'I'
-#define SF_KNOWN (ZMPI_SF_CHECKSUM | ZMPI_SF_RESET)
+#define SF_KNOWN (ZMPI_SF_CHECKSUM | ZMPI_SF_RESET | ZMPI_SF_MESSAGE)
 
 static int resolve_threads(int t)
 {
@@ -427,7 +427,7 @@ static ptrdiff_t compress_impl(zmpi_ctx *ctx, zmpi_channel *ch, const void *src,
             return rc;
     }
 
-    chan_plan plan = {.flags = ctx->checksum ? ZMPI_SF_CHECKSUM : 0};
+    chan_plan plan = {.flags = (ctx->checksum ? ZMPI_SF_CHECKSUM : 0) | (ctx->message ? ZMPI_SF_MESSAGE : 0)};
     if (ops->inter)
         channel_begin(ch, ops, dtype, param, count, &plan);
 
