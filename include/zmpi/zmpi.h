@@ -140,6 +140,11 @@ typedef struct ZMPI_Stats {
  * MPI_ERR_ARG if a variable is malformed (that setting keeps its built-in
  * default; *bad names the first bad variable if bad != NULL). */
 ZMPI_API int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad);
+/* Checks every ZMPI_ variable of the environment, alone and together (a
+ * fixed-precision codec with a bound, ...), as the calls would: MPI_SUCCESS,
+ * or MPI_ERR_ARG with the first problem, naming the variables, in why (cap
+ * bytes; may be NULL). Local; needs no MPI initialisation. */
+ZMPI_API int ZMPI_Config_env_check(char *why, int cap);
 /* The settings table: every ZMPI_ environment variable. For index 0..n-1
  * fills name, default_value and doc (any may be NULL) and returns n (the
  * number of settings); for other indexes returns n and fills nothing. */
@@ -152,9 +157,11 @@ ZMPI_API int ZMPI_Setting_check(const char *name, const char *value, char *why, 
 /* Reads a settings file (ZMPI_CONFIG=FILE of libzmpi_preload.so): one
  * NAME=VALUE per line; blank lines and lines starting with # are skipped;
  * spaces around NAME and VALUE are trimmed; every NAME must be a zmpi
- * setting other than ZMPI_CONFIG, with a valid value (ZMPI_Setting_check).
- * Calls each(name, value, arg) for every setting in file order when the
- * whole file is valid (each may be NULL: a check only). Returns
+ * setting other than ZMPI_CONFIG, with a valid value (ZMPI_Setting_check);
+ * a line holds at most 4094 characters and no NUL byte. A name set on
+ * several lines takes its last value. Calls each(name, value, arg) once
+ * per name, with that last value, in the order of those last lines, when
+ * the whole file is valid (each may be NULL: a check only). Returns
  * MPI_SUCCESS, MPI_ERR_FILE (unreadable) or MPI_ERR_ARG (a bad line), the
  * reason with the file and line in why (cap bytes; may be NULL), or each's
  * first non-zero result. Local; needs no MPI initialisation. */

@@ -196,7 +196,8 @@ static int check_samples(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
 
 /* The calls whose data zmpi compresses when it sends (receives always
  * decode what arrives): the names ZMPI_CALLS and ZMPI_EXCLUDE_CALLS take. */
-static const char *const send_calls[] = {"Send", "Ssend", "Isend", "Issend", "Bcast", "Scatter", "Scatterv",
+static const char *const send_calls[] = {"Send", "Ssend", "Isend", "Issend", "Sendrecv", "Sendrecv_replace",
+                                         "Bcast", "Scatter", "Scatterv",
                                          "Gather", "Gatherv", "Allgather", "Allgatherv", "Alltoall", "Alltoallv",
                                          "Reduce_scatter", "Reduce_scatter_block", "Allreduce", "Reduce"};
 
@@ -227,8 +228,8 @@ static int call_item(const char *s, char *msg, size_t cap)
         if (!strcmp(n, send_calls[i]))
             return 0;
     return say(msg, cap,
-               "%s: not a call zmpi compresses when sending (Send, Ssend, Isend, Issend and the blocking "
-               "collectives; receives always decode)",
+               "%s: not a call zmpi compresses when sending (Send, Ssend, Isend, Issend, Sendrecv, "
+               "Sendrecv_replace and the blocking collectives; receives always decode)",
                s);
 }
 
@@ -440,17 +441,17 @@ static const zmpi_setting settings[] = {
     {"ZMPI_PROFILE_ONLY", "0",
      "libzmpi_preload.so: 1 profiles and advises without compressing anything (every call is MPI's own)", check_flag},
     {"ZMPI_CONFIG", "unset",
-     "libzmpi_preload.so: a file of settings, one NAME=VALUE per line (# comments); the environment's own values win",
+     "libzmpi_preload.so: a file of settings, one NAME=VALUE per line (# comments; a repeated name takes its last value); the environment's own values win",
      check_config_file},
     {"ZMPI_CALLS", "all",
-     "libzmpi_preload.so: the calls that compress, comma-separated (Send,Isend,Allreduce; the MPI_ prefix is optional): Send, Ssend, Isend, Issend and the blocking collectives zmpi implements",
+     "libzmpi_preload.so: the calls that compress, comma-separated (Send,Isend,Allreduce; the MPI_ prefix is optional, a name covers its large-count _c binding): Send, Ssend, Isend, Issend, Sendrecv, Sendrecv_replace and the blocking collectives zmpi implements",
      check_calls},
     {"ZMPI_EXCLUDE_CALLS", "none", "libzmpi_preload.so: calls that never compress (names as ZMPI_CALLS)", check_calls},
     {"ZMPI_INCLUDE_SITES", "all",
-     "libzmpi_preload.so: only point-to-point sends at these call sites compress, FILE:LINE,... as the report names them",
+     "libzmpi_preload.so: only point-to-point sends at these call sites compress, FILE:LINE,... as the report names them (FILE: the source file's name, or its path or the path's end: ./f.c, src/f.c, /home/u/src/f.c); MPI_Finalize names entries that matched no site",
      check_sites},
     {"ZMPI_EXCLUDE_SITES", "none",
-     "libzmpi_preload.so: point-to-point sends at these call sites (FILE:LINE,...) never compress", check_sites},
+     "libzmpi_preload.so: point-to-point sends at these call sites (FILE:LINE,... as ZMPI_INCLUDE_SITES) never compress", check_sites},
     {"ZMPI_SAMPLES", "8",
      "libzmpi_preload.so: messages per call site the advisor compresses on its ladder of settings (the 1st, 2nd, 4th, 8th, ... sending call); 0: no advice",
      check_samples},
@@ -515,7 +516,20 @@ int zmpi_config_env(ZMPI_Config *cfg, const char **bad, char *msg, size_t cap)
             return -1;
         }
     }
+    /* settings that are each valid but not together */
+    if (zmpi_config_check(cfg, why, sizeof why)) {
+        if (bad)
+            *bad = "ZMPI_CODEC";
+        say(msg, cap, "the settings together: %s", why);
+        return -1;
+    }
     return 0;
+}
+
+int ZMPI_Config_env_check(char *why, int cap)
+{
+    ZMPI_Config cfg;
+    return zmpi_config_env(&cfg, NULL, why, cap > 0 ? (size_t)cap : 0) ? MPI_ERR_ARG : MPI_SUCCESS;
 }
 
 int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad)
@@ -546,6 +560,11 @@ int zmpi_config_check(const ZMPI_Config *cfg, char *msg, size_t cap)
         return say(msg, cap, "unknown bound mode %d", (int)cfg->eb_mode);
     if (cfg->eb_mode != ZMPI_EB_NONE && (!(cfg->eb > 0) || !isfinite(cfg->eb)))
         return say(msg, cap, "error bound %g: must be a finite number > 0", cfg->eb);
+    if (cfg->eb_mode != ZMPI_EB_NONE && zmpi_codec_kind(cfg->codec) == ZMPI_KIND_FIXED)
+        return say(msg, cap,
+                   "codec %s keeps a fixed precision and cannot hold an error bound (%g): remove the bound, or "
+                   "choose an error-bounded codec (auto, fzl, fzr, linpred-byte, linpred-bit)",
+                   zmpi_codec_name(cfg->codec), cfg->eb);
     if (cfg->scope != ZMPI_SCOPE_RESULT && cfg->scope != ZMPI_SCOPE_MESSAGE)
         return say(msg, cap, "unknown scope %d", (int)cfg->scope);
     if (cfg->threads < 0 || cfg->threads > online_cores())
@@ -632,26 +651,84 @@ static int file_line(char *line, char **name, char **value, char *msg, size_t ca
     return 0;
 }
 
-/* Reads the file once to check it (each NULL) or to deliver its settings. */
-static int file_pass(const char *path, int (*each)(const char *, const char *, void *), void *arg, char *why,
-                     size_t cap)
+/* The settings of a file, each name once with its last value, in the order
+ * of those last values. */
+typedef struct {
+    char **name, **value;
+    size_t n, cap;
+} file_settings;
+
+static void file_settings_free(file_settings *fs)
+{
+    for (size_t i = 0; i < fs->n; i++) {
+        free(fs->name[i]);
+        free(fs->value[i]);
+    }
+    free(fs->name);
+    free(fs->value);
+}
+
+/* Records name=value; an earlier value of name is dropped (the last one wins). */
+static int file_settings_put(file_settings *fs, const char *name, const char *value)
+{
+    for (size_t i = 0; i < fs->n; i++)
+        if (!strcmp(fs->name[i], name)) {
+            free(fs->name[i]);
+            free(fs->value[i]);
+            memmove(fs->name + i, fs->name + i + 1, (fs->n - i - 1) * sizeof *fs->name);
+            memmove(fs->value + i, fs->value + i + 1, (fs->n - i - 1) * sizeof *fs->value);
+            fs->n--;
+            break;
+        }
+    if (fs->n == fs->cap) {
+        size_t cap = fs->cap ? 2 * fs->cap : 16;
+        char **nn = realloc(fs->name, cap * sizeof *nn);
+        if (nn)
+            fs->name = nn;
+        char **vv = nn ? realloc(fs->value, cap * sizeof *vv) : NULL;
+        if (!vv)
+            return MPI_ERR_NO_MEM;
+        fs->value = vv;
+        fs->cap = cap;
+    }
+    char *n = strdup(name), *v = strdup(value);
+    if (!n || !v) {
+        free(n);
+        free(v);
+        return MPI_ERR_NO_MEM;
+    }
+    fs->name[fs->n] = n;
+    fs->value[fs->n++] = v;
+    return MPI_SUCCESS;
+}
+
+#define FILE_LINE_MAX 4094 /* characters of a line, without its end */
+
+/* Reads and checks the whole file into *fs. */
+static int file_parse(const char *path, file_settings *fs, char *why, size_t cap)
 {
     FILE *f = fopen(path, "r");
     if (!f)
         return say(why, cap, "cannot read %s: %s", path, strerror(errno)), MPI_ERR_FILE;
-    char line[4096], msg[384];
+    char *line = NULL, msg[384];
+    size_t lcap = 0;
+    ssize_t len;
     int rc = MPI_SUCCESS;
-    for (int no = 1; rc == MPI_SUCCESS && fgets(line, sizeof line, f); no++) {
+    for (int no = 1; rc == MPI_SUCCESS && (len = getline(&line, &lcap, f)) >= 0; no++) {
         char *name, *value;
-        if (!strchr(line, '\n') && !feof(f))
-            rc = (say(why, cap, "%s:%d: a line of more than %zu characters", path, no, sizeof line - 2), MPI_ERR_ARG);
+        size_t body = (size_t)len - (len > 0 && line[len - 1] == '\n');
+        if (memchr(line, '\0', (size_t)len))
+            rc = (say(why, cap, "%s:%d: a NUL byte (not a text file?)", path, no), MPI_ERR_ARG);
+        else if (body > FILE_LINE_MAX)
+            rc = (say(why, cap, "%s:%d: a line of more than %d characters", path, no, FILE_LINE_MAX), MPI_ERR_ARG);
         else if (file_line(line, &name, &value, msg, sizeof msg))
             rc = (say(why, cap, "%s:%d: %s", path, no, msg), MPI_ERR_ARG);
-        else if (name && each)
-            rc = each(name, value, arg);
+        else if (name)
+            rc = file_settings_put(fs, name, value);
     }
     if (rc == MPI_SUCCESS && ferror(f))
         rc = (say(why, cap, "cannot read %s: %s", path, strerror(errno)), MPI_ERR_FILE);
+    free(line);
     fclose(f);
     return rc;
 }
@@ -660,11 +737,13 @@ int ZMPI_Config_file_read(const char *path, int (*each)(const char *name, const 
                           char *why, int cap)
 {
     size_t c = cap > 0 ? (size_t)cap : 0;
+    file_settings fs = {0};
     if (!path || !*path)
         return say(why, c, "no file name"), MPI_ERR_ARG;
-    int rc = file_pass(path, NULL, NULL, why, c);
-    if (rc == MPI_SUCCESS && each)
-        rc = file_pass(path, each, arg, why, c);
+    int rc = file_parse(path, &fs, why, c);
+    for (size_t i = 0; rc == MPI_SUCCESS && each && i < fs.n; i++)
+        rc = each(fs.name[i], fs.value[i], arg);
+    file_settings_free(&fs);
     return rc;
 }
 

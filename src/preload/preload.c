@@ -56,6 +56,8 @@ static int check_settings(void)
             snprintf(msg, sizeof msg, "zmpi: %s=%.100s: %s (libzmpi_preload.so stops the program in MPI_Init)",
                      name, value, why);
     }
+    if (!msg[0] && ZMPI_Config_env_check(why, (int)sizeof why) != MPI_SUCCESS) /* valid alone, not together */
+        snprintf(msg, sizeof msg, "zmpi: %s (libzmpi_preload.so stops the program in MPI_Init)", why);
     int rank = 0, size = 1, first;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
