@@ -116,7 +116,8 @@ typedef struct ZMPI_Config {
 /* Statistics of a communicator (counters since its creation). */
 typedef struct ZMPI_Stats {
     unsigned long long calls;           /* ZMPI_ calls on this communicator */
-    unsigned long long compressed;      /* calls that moved compressed data */
+    unsigned long long compressed;      /* calls that moved compressed data (a receive: one that got a compressed
+                                           message) */
     unsigned long long fallback_type;   /* fell back: datatype / op / intercommunicator */
     unsigned long long fallback_small;  /* fell back: below ZMPI_MIN_BYTES */
     unsigned long long fallback_config; /* fell back: no bound configured, or ZMPI_ALGO_MPI */
@@ -245,15 +246,48 @@ ZMPI_API int ZMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source,
 ZMPI_API int ZMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
                            void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                            MPI_Comm comm, MPI_Status *status);
-/* Completion. A ZMPI_Isend / ZMPI_Irecv of MPI_FLOAT / MPI_DOUBLE data
- * returns a request of zmpi's (a generalized request that zmpi completes
- * when the transfer is over and, for a receive, the message is decoded;
- * its status then counts uncompressed elements). Complete it with these
- * calls, which take any mix of zmpi and plain requests and behave as their
- * MPI namesakes. Under MPICH, MPI's own completion calls (MPI_Wait,
- * MPI_Test, MPI_Waitall, ...) complete zmpi requests too; under other MPI
- * libraries they never do (MPI_Test keeps returning false, MPI_Wait blocks).
- * ZMPI_Request_free'd requests are completed by later zmpi calls. */
+/* MPI-4's nonblocking exchanges: the receive through zmpi's path (it
+ * decodes what arrives), the send compressed as ZMPI_Isend's; one request
+ * of zmpi's, complete when both are. The replace form sends a copy of buf
+ * taken at the call. */
+ZMPI_API int ZMPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                            void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                            MPI_Comm comm, MPI_Request *request);
+ZMPI_API int ZMPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
+                                    int recvtag, MPI_Comm comm, MPI_Request *request);
+/* Persistent point-to-point. The send calls (a datatype zmpi compresses;
+ * others are MPI's own persistent sends) and ZMPI_Recv_init (any datatype)
+ * return a persistent request of zmpi's; every ZMPI_Start / ZMPI_Startall
+ * reads the send buffer as it is then and compresses it (an inter-step
+ * codec codes each start against the previous one), or posts the receive,
+ * which decodes what arrives (a message a zmpi probe kept first). Complete
+ * the starts with the calls below; the request stays until
+ * ZMPI_Request_free. A derived datatype is duplicated at init (it may be
+ * freed afterwards). MPI's own MPI_Start never starts a zmpi request. */
+ZMPI_API int ZMPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                            MPI_Request *request);
+ZMPI_API int ZMPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                             MPI_Request *request);
+ZMPI_API int ZMPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                             MPI_Request *request);
+ZMPI_API int ZMPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                             MPI_Request *request);
+ZMPI_API int ZMPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                            MPI_Request *request);
+ZMPI_API int ZMPI_Start(MPI_Request *request);
+ZMPI_API int ZMPI_Startall(int count, MPI_Request requests[]);
+/* Completion. A ZMPI_Isend, ZMPI_Irecv (of any datatype), ZMPI_Isendrecv
+ * or a persistent start returns a request of zmpi's (a generalized request
+ * that zmpi completes when the transfer is over and, for a receive, the
+ * message is decoded; its status then counts the uncompressed data).
+ * Complete it with these calls, which take any mix of zmpi and plain
+ * requests and behave as their MPI namesakes (a persistent request becomes
+ * inactive). ZMPI_Request_get_status drives the transfer and reports
+ * without completing. Under MPICH, MPI's own completion calls (MPI_Wait,
+ * MPI_Test, MPI_Waitall, ...) complete zmpi's nonpersistent requests too;
+ * under other MPI libraries they never do (MPI_Test keeps returning false,
+ * MPI_Wait blocks). ZMPI_Request_free'd requests are completed by later
+ * zmpi calls. */
 ZMPI_API int ZMPI_Wait(MPI_Request *request, MPI_Status *status);
 ZMPI_API int ZMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
 ZMPI_API int ZMPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
@@ -263,6 +297,7 @@ ZMPI_API int ZMPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Stat
 ZMPI_API int ZMPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status);
 ZMPI_API int ZMPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
 ZMPI_API int ZMPI_Request_free(MPI_Request *request);
+ZMPI_API int ZMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
 ZMPI_API int ZMPI_Cancel(MPI_Request *request);
 
 /* Probes. MPI_Probe reports a compressed message's size on the wire; these

@@ -502,9 +502,10 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
 }
 
 /* The point-to-point decision and its statistics: ZMPI_WHY_* (0: compress). */
-static int p2p_decide(zmpi_comm_state *st, MPI_Datatype type, size_t bytes, zmpi_dtype *dt)
+/* Why point-to-point data of type would go plain on st, whatever its size
+ * (ZMPI_WHY_NONE: it compresses from ZMPI_MIN_BYTES). */
+static int p2p_why(const zmpi_comm_state *st, MPI_Datatype type, zmpi_dtype *dt)
 {
-    atomic_fetch_add(&st->calls, 1);
     int why = why_not(st, type, MPI_OP_NULL, dt);
     /* The model, independent of the size: sender and receiver must decide
      * alike, and a receiver knows only its capacity. Where compression does
@@ -512,6 +513,13 @@ static int p2p_decide(zmpi_comm_state *st, MPI_Datatype type, size_t bytes, zmpi
      * no point-to-point message is compressed. */
     if (!why && !zmpi_model(&st->cfg, ZMPI_COLL_COUNT, 2, (size_t)1 << 30, *dt, NULL, NULL))
         why = ZMPI_WHY_MODEL;
+    return why;
+}
+
+static int p2p_decide(zmpi_comm_state *st, MPI_Datatype type, size_t bytes, zmpi_dtype *dt)
+{
+    atomic_fetch_add(&st->calls, 1);
+    int why = p2p_why(st, type, dt);
     if (why)
         count_why(st, why);
     else if (bytes >= st->cfg.min_bytes)
@@ -530,6 +538,22 @@ int zmpi_p2p_count(MPI_Comm comm, MPI_Datatype type, size_t bytes)
     int rc = zmpi_state_error(st);
     if (rc == MPI_SUCCESS)
         p2p_decide(st, type, bytes, &dt);
+    return rc;
+}
+
+int zmpi_p2p_count_recv(MPI_Comm comm, MPI_Datatype type)
+{
+    zmpi_dtype dt;
+    zmpi_comm_state *st = zmpi_state(comm);
+    if (!st)
+        return MPI_SUCCESS;
+    int rc = zmpi_state_error(st);
+    if (rc == MPI_SUCCESS) {
+        atomic_fetch_add(&st->calls, 1);
+        int why = p2p_why(st, type, &dt);
+        if (why) /* whether it moves compressed data is counted when it arrives */
+            count_why(st, why);
+    }
     return rc;
 }
 

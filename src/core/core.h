@@ -334,6 +334,10 @@ void zmpi_call_end(zmpi_call *c);
  * datatype) as zmpi_call_begin_p2p would; returns the settings' error (not
  * raised) or MPI_SUCCESS. */
 int zmpi_p2p_count(MPI_Comm comm, MPI_Datatype type, size_t bytes);
+/* The same for a receive: its call and why its own settings would not
+ * compress; whether it moved compressed data is counted when the message
+ * arrives (a zmpi stream decoded: compressed). */
+int zmpi_p2p_count_recv(MPI_Comm comm, MPI_Datatype type);
 /* Called by every algorithm's own code as it starts: records the algorithm
  * that really ran (ZMPI_Stats.last_algorithm), so that tests can check that
  * the algorithm a configuration names is the one that runs. */

@@ -36,14 +36,14 @@ static int matches(const zmpi_kept *k, int source, int tag)
            (tag == MPI_ANY_TAG || tag == k->tag);
 }
 
-/* The status a probe reports for k: elements of the stream's dtype, or bytes. */
+/* The status a probe reports for k: the bytes of the data it carries (a
+ * zmpi message's decoded size). */
 static void kept_status(const zmpi_kept *k, MPI_Status *st)
 {
     zmpi_stream_info info;
     *st = k->status;
-    if (k->bytes >= 4 && !memcmp(k->data, "ZMPI", 4) && zmpi_stream_info_get(k->data, k->bytes, &info) == ZMPI_OK &&
-        info.stream_size == k->bytes && (info.dtype == ZMPI_FLOAT || info.dtype == ZMPI_DOUBLE))
-        PMPI_Status_set_elements_x(st, info.dtype == ZMPI_FLOAT ? MPI_FLOAT : MPI_DOUBLE, (MPI_Count)info.count);
+    if (zmpi_p2p_is_message(k->data, k->bytes, &info))
+        PMPI_Status_set_elements_x(st, MPI_BYTE, (MPI_Count)(info.count * zmpi_dtype_size(info.dtype)));
     else
         PMPI_Status_set_elements_x(st, MPI_BYTE, (MPI_Count)k->bytes);
 }
@@ -118,21 +118,14 @@ static int deliver_kept(zmpi_kept *k, void *buf, int count, MPI_Datatype type, M
     zmpi_p2p_rplan pl;
     int rc = MPI_SUCCESS;
     *st = k->status;
-    int how = zmpi_p2p_rplan_make(buf, count, type, &pl, &rc);
+    int how = zmpi_p2p_rplan_make(buf, count, type, comm, &pl, &rc);
     if (how > 0) {
-        rc = pl.rcount < 0 ? MPI_ERR_COUNT
-                           : zmpi_p2p_deliver(k->data, k->bytes, pl.rbuf, pl.rcount, pl.rtype, comm, st, UINT64_MAX);
-        if (rc == MPI_SUCCESS)
-            zmpi_p2p_rplan_finish(&pl, buf, st);
+        rc = zmpi_p2p_rplan_deliver(&pl, k->data, k->bytes, buf, count, type, comm, st, UINT64_MAX);
         zmpi_p2p_rplan_free(&pl);
-    } else if (how == 0) {
-        /* another datatype: the bytes are its packed form (homogeneous MPI) */
-        int pos = 0, size = 0;
-        PMPI_Pack_size(count, type, comm, &size);
-        if (k->bytes > (size_t)size)
-            rc = zmpi_err(ZMPI_EK_TRUNCATE, "a message of %zu bytes reached a receive of %d bytes", k->bytes, size);
-        else
-            rc = PMPI_Unpack(k->data, (int)k->bytes, &pos, buf, count, type, comm);
+    } else if (how == 0 && count < 0) {
+        rc = MPI_ERR_COUNT;
+    } else if (how == 0) { /* a derived type beyond INT_MAX elements: only raw data reaches it */
+        rc = zmpi_p2p_put_bytes(k->data, k->bytes, buf, count, type, comm);
         if (rc == MPI_SUCCESS)
             PMPI_Status_set_elements_x(st, MPI_BYTE, (MPI_Count)k->bytes);
     }

@@ -1,6 +1,7 @@
 /*
  * zmpi's requests and their completion: ZMPI_Wait, Waitall, Waitany,
- * Waitsome, Test, Testall, Testany, Testsome, Request_free, Cancel.
+ * Waitsome, Test, Testall, Testany, Testsome, Request_get_status,
+ * Request_free, Cancel.
  *
  * A ZMPI_Isend / ZMPI_Irecv of float or double data hands the user a
  * generalized request (MPI_Grequest_start) that zmpi completes once the
@@ -90,6 +91,13 @@ static void lookup(int n, const MPI_Request *reqs, zmpi_p2p_op **ops)
     pthread_mutex_unlock(&p->mu);
 }
 
+zmpi_p2p_op *zmpi_p2p_lookup(MPI_Request h)
+{
+    zmpi_p2p_op *op;
+    lookup(1, &h, &op);
+    return op;
+}
+
 /* ---- the generalized request's callbacks ---- */
 
 static int query_fn(void *extra, MPI_Status *status)
@@ -123,33 +131,46 @@ static int cancel_fn(void *extra, int complete)
     return MPI_SUCCESS;
 }
 
-/* The underlying transfer of op is over with status *s: decode a receive,
- * keep the result, complete the generalized request. */
-static void op_finish(zmpi_p2p_op *op, const MPI_Status *s)
+/* 1 while op's transfer is under way: a started persistent operation or
+ * any other, not finished. */
+static int in_flight(const zmpi_p2p_op *op)
 {
-    int cancelled = 0;
-    MPI_Status st = *s;
-    op->req = MPI_REQUEST_NULL;
-    PMPI_Test_cancelled(&st, &cancelled);
-    if (op->is_recv && !cancelled) {
-        zmpi_p2p_rplan *pl = &op->plan;
-        op->err = zmpi_p2p_deliver(pl->rbuf, zmpi_p2p_status_bytes(&st), pl->rbuf, pl->rcount, pl->rtype, op->comm,
-                                   &st, op->posted);
-        if (op->err == MPI_SUCCESS)
-            zmpi_p2p_rplan_finish(pl, op->buf, &st);
-        else
-            PMPI_Status_set_elements(&st, MPI_BYTE, 0);
+    return !op->finished && (!op->persistent || op->active);
+}
+
+/* One underlying request of op is over with status *s: the first (req) -
+ * a receive is decoded, its status kept - or a pair's send (req2). op is
+ * finished once neither is pending. */
+static void op_over(zmpi_p2p_op *op, int second, const MPI_Status *s)
+{
+    if (second) {
+        op->req2 = MPI_REQUEST_NULL;
+    } else {
+        int cancelled = 0;
+        MPI_Status st = *s;
+        op->req = MPI_REQUEST_NULL;
+        PMPI_Test_cancelled(&st, &cancelled);
+        if (op->is_recv && op->decode && !cancelled) {
+            zmpi_p2p_rplan *pl = &op->plan;
+            op->err = zmpi_p2p_rplan_deliver(pl, pl->rbuf, zmpi_p2p_status_bytes(&st), op->buf, op->count, op->type,
+                                             op->comm, &st, op->posted);
+        }
+        op->status = st;
     }
-    zmpi_p2p_op_done(op, &st, op->err);
+    if (op->req == MPI_REQUEST_NULL && op->req2 == MPI_REQUEST_NULL)
+        zmpi_p2p_op_done(op, &op->status, op->err);
 }
 
 void zmpi_p2p_op_done(zmpi_p2p_op *op, const MPI_Status *st, int err)
 {
-    op->status = *st;
+    if (st != &op->status)
+        op->status = *st;
     op->err = err;
     op->finished = 1;
     free(op->stream); /* a send's stream is no longer needed */
     op->stream = NULL;
+    if (op->persistent)
+        return; /* its plan serves every start; its handle is MPI's inactive request */
     zmpi_p2p_rplan_free(&op->plan); /* nor a receive's staging buffer */
     PMPI_Grequest_complete(op->greq);
 }
@@ -157,15 +178,22 @@ void zmpi_p2p_op_done(zmpi_p2p_op *op, const MPI_Status *st, int err)
 /* Drives op's transfer without blocking (block: until it is over). */
 static int op_progress(zmpi_p2p_op *op, int block)
 {
-    MPI_Status s;
-    int flag = 1, rc = MPI_SUCCESS;
-    if (op->finished)
+    if (!in_flight(op))
         return MPI_SUCCESS;
-    memset(&s, 0, sizeof s);
-    rc = block ? PMPI_Wait(&op->req, &s) : PMPI_Test(&op->req, &flag, &s);
-    if (rc == MPI_SUCCESS && flag)
-        op_finish(op, &s);
-    return rc;
+    for (int k = 0; k < 2 && !op->finished; k++) {
+        MPI_Request *r = k ? &op->req2 : &op->req;
+        MPI_Status s;
+        int flag = 1, rc;
+        if (*r == MPI_REQUEST_NULL)
+            continue;
+        memset(&s, 0, sizeof s);
+        rc = block ? PMPI_Wait(r, &s) : PMPI_Test(r, &flag, &s);
+        if (rc)
+            return rc;
+        if (flag)
+            op_over(op, k, &s);
+    }
+    return MPI_SUCCESS;
 }
 
 #ifdef ZMPI_HAVE_GREQX
@@ -198,11 +226,11 @@ int zmpi_p2p_op_new(MPI_Comm comm, int is_recv, zmpi_p2p_op **out)
     if (!op)
         return MPI_ERR_NO_MEM;
     op->proc = p;
-    op->req = MPI_REQUEST_NULL;
+    op->req = op->req2 = MPI_REQUEST_NULL;
     op->comm = comm;
     op->posted = atomic_fetch_add(&p->next_posted, 1);
-    op->is_recv = is_recv;
-    op->type = MPI_DATATYPE_NULL;
+    op->is_recv = op->decode = is_recv;
+    op->type = op->stype = op->own_type = MPI_DATATYPE_NULL;
 #ifdef ZMPI_HAVE_GREQX
     int rc = PMPIX_Grequest_start(query_fn, free_fn, cancel_fn, poll_fn, wait_fn, op, &op->greq);
 #else
@@ -216,10 +244,54 @@ int zmpi_p2p_op_new(MPI_Comm comm, int is_recv, zmpi_p2p_op **out)
     return MPI_SUCCESS;
 }
 
+int zmpi_p2p_op_new_persistent(MPI_Comm comm, int is_recv, zmpi_p2p_op **out)
+{
+    *out = NULL;
+    zmpi_proc *p = zmpi_proc_get();
+    if (!p)
+        return MPI_ERR_INTERN;
+    zmpi_p2p_op *op = calloc(1, sizeof *op);
+    if (!op)
+        return MPI_ERR_NO_MEM;
+    op->proc = p;
+    op->req = op->req2 = MPI_REQUEST_NULL;
+    op->comm = comm;
+    op->is_recv = op->decode = is_recv;
+    op->persistent = 1;
+    op->type = op->stype = op->own_type = MPI_DATATYPE_NULL;
+    /* the user's handle: a persistent request that is never started, on
+     * zmpi's private communicator (MPI takes it for an inactive request) */
+    int rc = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, p->self, &op->greq);
+    if (rc) {
+        free(op);
+        return rc;
+    }
+    *out = op;
+    return MPI_SUCCESS;
+}
+
+/* Frees a persistent operation: its handle, buffers, datatype and itself. */
+static void op_release(zmpi_p2p_op *op)
+{
+    if (op->proc)
+        unlink_op(op->proc, op);
+    PMPI_Request_free(&op->greq);
+    if (op->own_type != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&op->own_type);
+    free(op->stream);
+    zmpi_p2p_rplan_free(&op->plan);
+    free(op);
+}
+
 void zmpi_p2p_op_discard(zmpi_p2p_op *op)
 {
     /* never registered; its underlying request never started */
     MPI_Status s;
+    if (op->persistent) {
+        op->proc = NULL; /* not in the registry */
+        op_release(op);
+        return;
+    }
     memset(&s, 0, sizeof s);
     op->collecting = 1;
     if (!op->finished)
@@ -267,7 +339,9 @@ void zmpi_p2p_reap(void)
     for (int i = 0; i < n; i++) {
         zmpi_p2p_op *op = claim[i];
         op_progress(op, 0);
-        if (op->finished) {
+        if (op->persistent && !in_flight(op)) {
+            op_release(op); /* freed by the program: nothing to report */
+        } else if (op->finished) {
             MPI_Request r = op->greq;
             MPI_Comm comm;
             int quiet;
@@ -314,6 +388,17 @@ static void mark_busy(zmpi_p2p_op **ops, int n, int on)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* The underlying request MPI should wait on for op: the first of its
+ * pending ones, MPI_REQUEST_NULL when none is (finished, or an inactive
+ * persistent operation: MPI's calls treat it as complete at once with an
+ * empty status, as they treat an inactive persistent request). */
+static MPI_Request pending(const zmpi_p2p_op *op)
+{
+    if (!in_flight(op))
+        return MPI_REQUEST_NULL;
+    return op->req != MPI_REQUEST_NULL ? op->req : op->req2;
+}
+
 static int family_begin(family *f, int n, const MPI_Request *reqs, int *nops)
 {
     f->n = n;
@@ -331,7 +416,7 @@ static int family_begin(family *f, int n, const MPI_Request *reqs, int *nops)
     lookup(n, reqs, f->ops);
     mark_busy(f->ops, n, 1);
     for (int i = 0; i < n; i++) {
-        f->under[i] = f->ops[i] ? f->ops[i]->req : reqs[i];
+        f->under[i] = f->ops[i] ? pending(f->ops[i]) : reqs[i];
         *nops += f->ops[i] != NULL;
         memset(&f->sts[i], 0, sizeof f->sts[i]);
     }
@@ -349,14 +434,24 @@ static void family_end(family *f)
         free(f->sts);
 }
 
-/* After a PMPI completion call on f->under: element i is over if its
- * handle became MPI_REQUEST_NULL (or, for a persistent plain request,
- * the call reported it). Finishes zmpi operation i if its transfer is over. */
+/* After a PMPI completion call on f->under: element i's underlying request
+ * is over if its handle became MPI_REQUEST_NULL. Settles it in zmpi
+ * operation i (which finishes the operation, unless it is a pair whose
+ * send is still pending: f->under[i] is then that send). */
 static void settle_op(family *f, int i)
 {
     zmpi_p2p_op *op = f->ops[i];
-    if (!op->finished && f->under[i] == MPI_REQUEST_NULL)
-        op_finish(op, &f->sts[i]);
+    if (!in_flight(op) || f->under[i] != MPI_REQUEST_NULL)
+        return;
+    op_over(op, op->req == MPI_REQUEST_NULL, &f->sts[i]); /* req already over: it was the pair's send */
+    f->under[i] = pending(op);
+}
+
+/* 1 if element i is complete for the user: a plain request MPI completed
+ * (or none), a zmpi operation finished or inactive. */
+static int complete(const family *f, int i)
+{
+    return f->ops[i] ? !in_flight(f->ops[i]) : f->under[i] == MPI_REQUEST_NULL;
 }
 
 /* settle_op for the elements idx[0..n) (all when idx is NULL), in the order
@@ -369,7 +464,7 @@ static void settle_in_order(family *f, const int *idx, int n)
         for (int k = 0; k < n; k++) {
             int i = idx ? idx[k] : k;
             zmpi_p2p_op *op = f->ops[i];
-            if (op && !op->finished && f->under[i] == MPI_REQUEST_NULL &&
+            if (op && in_flight(op) && f->under[i] == MPI_REQUEST_NULL &&
                 (best < 0 || op->posted < f->ops[best]->posted))
                 best = i;
         }
@@ -414,8 +509,18 @@ void zmpi_p2p_settle_before(MPI_Comm comm, int source, int tag, uint64_t posted)
  * into *err, status into st), a plain request's handle and status copied. */
 static void deliver(family *f, MPI_Request *reqs, int i, MPI_Status *st, int *err, MPI_Comm *comm, int *quiet)
 {
-    if (f->ops[i]) {
-        *err = collect(&reqs[i], f->ops[i], st, comm, quiet);
+    zmpi_p2p_op *op = f->ops[i];
+    if (op && op->persistent) { /* the handle stays: the operation becomes inactive */
+        *err = op->active ? op->err : MPI_SUCCESS;
+        if (st != MPI_STATUS_IGNORE) {
+            *st = op->active ? op->status : f->sts[i]; /* inactive: MPI's empty status */
+            st->MPI_ERROR = *err;
+        }
+        *comm = op->comm;
+        *quiet = op->quiet;
+        op->active = 0;
+    } else if (op) {
+        *err = collect(&reqs[i], op, st, comm, quiet);
         f->ops[i] = NULL; /* freed */
     } else {
         reqs[i] = f->under[i];
@@ -442,6 +547,9 @@ static int deliver_all(family *f, MPI_Request *requests, MPI_Status *statuses, i
     int nerr = 0, first = MPI_SUCCESS, quiet = 1;
     MPI_Comm comm = MPI_COMM_NULL;
     settle_in_order(f, NULL, f->n);
+    for (int i = 0; i < f->n; i++) /* a pair's send, still pending after its receive */
+        if (f->ops[i] && in_flight(f->ops[i]) && op_progress(f->ops[i], 1) != MPI_SUCCESS)
+            f->ops[i]->err = MPI_ERR_OTHER;
     for (int i = 0; i < f->n; i++) {
         int err, q = 1;
         MPI_Comm c = MPI_COMM_NULL;
@@ -516,11 +624,12 @@ int ZMPI_Wait(MPI_Request *request, MPI_Status *status)
     return raised ? rc : zmpi_raise(MPI_COMM_WORLD, rc);
 }
 
-/* Any / some: zmpi operations already finished count as complete at once. */
+/* Any / some: zmpi operations already finished count as complete at once
+ * (persistent ones while active: an inactive one is ignored, as MPI does). */
 static int first_finished(family *f, int from)
 {
     for (int i = from; i < f->n; i++)
-        if (f->ops[i] && f->ops[i]->finished)
+        if (f->ops[i] && f->ops[i]->finished && (!f->ops[i]->persistent || f->ops[i]->active))
             return i;
     return -1;
 }
@@ -544,18 +653,30 @@ static int any_impl(int count, MPI_Request *requests, int *index, int *flag, MPI
     i = first_finished(&f, 0);
     if (i < 0) {
         int fl = 1;
-        rc = block ? PMPI_Waitany(count, f.under, &i, &f.sts[0]) : PMPI_Testany(count, f.under, &i, &fl, &f.sts[0]);
-        if (rc) {
-            family_end(&f);
-            return rc; /* raised by MPI */
-        }
-        if (i != MPI_UNDEFINED) {
+        for (;;) {
+            rc = block ? PMPI_Waitany(count, f.under, &i, &f.sts[0])
+                       : PMPI_Testany(count, f.under, &i, &fl, &f.sts[0]);
+            if (rc) {
+                family_end(&f);
+                return rc; /* raised by MPI */
+            }
+            if (i == MPI_UNDEFINED || !fl)
+                break;
             f.sts[i] = f.sts[0];
             if (f.ops[i])
                 settle_op(&f, i);
+            if (complete(&f, i))
+                break;
+            if (!block) { /* half of a pair: nothing complete yet */
+                fl = 0;
+                i = MPI_UNDEFINED;
+                break;
+            }
         }
         if (!block)
             *flag = fl;
+        if (i == MPI_UNDEFINED && fl && status != MPI_STATUS_IGNORE)
+            *status = f.sts[0]; /* nothing active: MPI's empty status */
     } else if (!block) {
         *flag = 1;
     }
@@ -612,14 +733,22 @@ static int some_impl(int incount, MPI_Request *requests, int *outcount, int *ind
             family_end(&f);
             return zmpi_raise(MPI_COMM_WORLD, MPI_ERR_NO_MEM);
         }
-        rc = block ? PMPI_Waitsome(incount, f.under, &out, idx, tmp) : PMPI_Testsome(incount, f.under, &out, idx, tmp);
-        if (rc == MPI_SUCCESS && out != MPI_UNDEFINED) {
+        for (;;) {
+            rc = block ? PMPI_Waitsome(incount, f.under, &out, idx, tmp)
+                       : PMPI_Testsome(incount, f.under, &out, idx, tmp);
+            if (rc != MPI_SUCCESS || out == MPI_UNDEFINED) {
+                n = MPI_UNDEFINED;
+                break;
+            }
             for (int k = 0; k < out; k++)
                 f.sts[idx[k]] = tmp[k];
             settle_in_order(&f, idx, out);
-            n = out;
-        } else if (rc == MPI_SUCCESS) {
-            n = MPI_UNDEFINED;
+            n = 0; /* the complete ones (a pair whose send is pending is not) */
+            for (int k = 0; k < out; k++)
+                if (complete(&f, idx[k]))
+                    idx[n++] = idx[k];
+            if (n > 0 || !block)
+                break;
         }
         free(tmp);
         if (rc) {
@@ -673,8 +802,8 @@ int ZMPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status status
     for (int i = 0; i < count; i++)
         if (f.ops[i]) {
             op_progress(f.ops[i], 0);
-            all &= f.ops[i]->finished;
-            f.under[i] = f.ops[i]->req; /* MPI_REQUEST_NULL once over */
+            all &= !in_flight(f.ops[i]);
+            f.under[i] = pending(f.ops[i]); /* MPI_REQUEST_NULL once over */
         }
     *flag = 0;
     if (all) {
@@ -697,14 +826,45 @@ int ZMPI_Request_free(MPI_Request *request)
     lookup(1, request, &op);
     if (!op)
         return PMPI_Request_free(request);
+    *request = MPI_REQUEST_NULL;
+    if (op->persistent && !in_flight(op)) { /* inactive (or over): freed now */
+        op_release(op);
+        return MPI_SUCCESS;
+    }
     zmpi_proc *p = zmpi_proc_get();
     pthread_mutex_lock(&p->mu);
     op->detached = 1; /* later zmpi calls complete it */
     op->quiet = 1;
     atomic_fetch_add(&p->ndetached, 1);
     pthread_mutex_unlock(&p->mu);
-    *request = MPI_REQUEST_NULL;
     zmpi_p2p_reap();
+    return MPI_SUCCESS;
+}
+
+/* MPI_Request_get_status: drives a zmpi operation's transfer (a receive is
+ * decoded once its message is in) without completing the request; an
+ * inactive persistent one reports flag 1 and an empty status, as MPI does. */
+int ZMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    zmpi_p2p_op *op;
+    zmpi_p2p_reap();
+    if (!flag)
+        return zmpi_raise(MPI_COMM_WORLD, zmpi_err(ZMPI_EK_ARG, "ZMPI_Request_get_status: flag is NULL"));
+    lookup(1, &request, &op);
+    if (!op)
+        return PMPI_Request_get_status(request, flag, status);
+    if (op->persistent && !op->active)
+        return PMPI_Request_get_status(MPI_REQUEST_NULL, flag, status); /* the empty status */
+    mark_busy(&op, 1, 1);
+    int rc = op_progress(op, 0);
+    mark_busy(&op, 1, 0);
+    if (rc)
+        return rc; /* raised by MPI */
+    *flag = op->finished;
+    if (op->finished && status != MPI_STATUS_IGNORE) {
+        *status = op->status;
+        status->MPI_ERROR = op->err;
+    }
     return MPI_SUCCESS;
 }
 

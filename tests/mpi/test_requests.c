@@ -7,7 +7,9 @@
  *     Testall, Testany, Testsome) on mixed zmpi and plain requests gives
  *     MPI's statuses and decoded data; Request_free and Cancel;
  *   - ZMPI_Probe / Iprobe / Mprobe / Improbe report uncompressed element
- *     counts, and the receive that follows gets the data.
+ *     counts, and the receive that follows gets the data;
+ *   - a receive counts as compressed (ZMPI_Stats.compressed) when a
+ *     compressed message arrived, not because its capacity is large.
  * Every lossy result is checked on every element against the bound.
  */
 #include <stdlib.h>
@@ -258,6 +260,30 @@ static void probes(void)
     free(b);
 }
 
+/* A receive with room for a compressed message that gets a small raw one
+ * moved no compressed data; one that gets a compressed message did. */
+static void recv_counted(void)
+{
+    float *a = malloc(N * 4), *b = malloc(N * 4);
+    ZMPI_Stats s0, s1, s2;
+    MPI_Status st;
+    fill(a, T.rank, 9);
+    ZMPI_Comm_get_stats(C, &s0);
+    /* 100 floats (400 bytes, below the 1024-byte threshold): raw */
+    ZMPI_Sendrecv(a, 100, MPI_FLOAT, right, 70, b, N, MPI_FLOAT, left, 70, C, &st);
+    ZMPI_Comm_get_stats(C, &s1);
+    check_status(&st, left, 70, 100, "small message into a large receive");
+    MT_CHECK(&T, s1.compressed == s0.compressed, "a raw message and its receive counted %llu compressed calls",
+             s1.compressed - s0.compressed);
+    ZMPI_Sendrecv(a, N, MPI_FLOAT, right, 71, b, N, MPI_FLOAT, left, 71, C, &st);
+    ZMPI_Comm_get_stats(C, &s2);
+    check(b, N, left, 9, "recv_counted");
+    MT_CHECK(&T, s2.compressed == s1.compressed + 2, "a compressed send and its receive counted %llu compressed calls",
+             s2.compressed - s1.compressed);
+    free(a);
+    free(b);
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&T, &argc, &argv, "test_requests");
@@ -280,6 +306,9 @@ int main(int argc, char **argv)
     free_and_cancel();
     MPI_Barrier(C);
     probes();
+    MPI_Barrier(C);
+    if (T.size > 1)
+        recv_counted();
     ZMPI_Stats s;
     ZMPI_Comm_get_stats(C, &s);
     MT_CHECK(&T, s.bytes_sent > 0 && s.bytes_sent < s.bytes_raw / 2, "messages were compressed: %llu of %llu bytes",
