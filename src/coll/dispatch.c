@@ -181,6 +181,7 @@ static int compressed(zmpi_call *c, const zmpi_coll_ops *o, const zmpi_coll_args
     if (o->bound && !al->own_bound)
         ZMPI_CHECK(o->bound(c, &j));
     ZMPI_CHECK(run_algo(c, al, &j));
+    rc = j.late_err;
 fn_exit:
     zmpi_scratch_put(c, j.scratch);
     for (size_t k = 0; k < sizeof j.owned / sizeof j.owned[0]; k++)

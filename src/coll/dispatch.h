@@ -92,6 +92,10 @@ typedef struct zmpi_coll_job {
     int root;
     int *owned[6];
     void *scratch;
+    /* an error of this rank's arguments that the other ranks cannot see (a
+     * send block larger than its place): returned after the rank took its
+     * part in the algorithm, so that no other rank waits for it forever */
+    int late_err;
 } zmpi_coll_job;
 
 /* What every rank knows before zmpi_call_begin (zmpi_coll_ops.shape). */

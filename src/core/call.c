@@ -439,6 +439,21 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
     zmpi_comm_state *st = zmpi_state(comm);
     if (!st)
         return ZMPI_CALL_PLAIN; /* no state: plain MPI is always correct */
+    c->err = zmpi_state_error(st);
+    if (c->err != MPI_SUCCESS)
+        return ZMPI_CALL_ERR;
+    /* data zmpi never compresses (the datatype, the op, an intercommunicator:
+     * the same on every rank, as MPI requires) runs as plain MPI whatever the
+     * settings, also where the ranks' settings differ (a bound on some ranks
+     * of a coupled run) */
+    zmpi_dtype dt;
+    if (st->inter || !zmpi_classify(type, &dt) || !op_ok(op)) {
+        st->tune_pending = 0;
+        atomic_fetch_add(&st->calls, 1);
+        atomic_store(&st->last_algo[coll], ZMPI_ALGO_MPI);
+        count_why(st, ZMPI_WHY_TYPE);
+        return ZMPI_CALL_PLAIN;
+    }
     /* before anything that depends on the settings: ranks whose settings
      * differ would take different paths (and wait for each other forever) */
     c->err = zmpi_state_agree(st, comm);
@@ -446,7 +461,6 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
         return ZMPI_CALL_ERR;
     atomic_fetch_add(&st->calls, 1);
     atomic_store(&st->last_algo[coll], ZMPI_ALGO_MPI); /* until an algorithm reports that it ran */
-    zmpi_dtype dt;
     int why = why_not(st, type, op, &dt);
     int size = st->size;
     if (!why && st->cfg.algorithm[coll] == ZMPI_ALGO_MPI)

@@ -85,20 +85,37 @@ static int invalid(const zmpi_call *c, const zmpi_coll_args *a)
 }
 
 /* Allgather's blocks laid out as Allgatherv's; the own block from a
- * different (equivalent) datatype. */
+ * different (equivalent) datatype, or of another size than its place (the
+ * other ranks expect the place's size: the block that fits goes, and this
+ * rank returns MPI_ERR_TRUNCATE - sendcount x sendtype larger - or
+ * MPI_ERR_TYPE - smaller - after taking its part). */
 static int prepare(zmpi_call *c, const zmpi_coll_args *a, zmpi_coll_job *j)
 {
-    int rc = MPI_SUCCESS;
+    int rc = MPI_SUCCESS, ssz = 0;
     *j = (zmpi_coll_job){.sendbuf = a->sendbuf, .recvbuf = a->recvbuf, .recvcounts = a->recvcounts,
                          .rdispls = a->rdispls};
     if (a->call == ZMPI_CC_ALLGATHER)
         ZMPI_CHECK(zmpi_coll_layout(c, a->recvcount, j, &j->recvcounts, &j->rdispls));
-    if (a->sendbuf != MPI_IN_PLACE && a->sendtype != c->type) {
-        char *own = (char *)a->recvbuf + (ptrdiff_t)j->rdispls[c->rank] * (ptrdiff_t)c->es;
-        ZMPI_CHECK(zmpi_dm_copy_typed(c->comm, a->sendbuf, a->sendcount, a->sendtype, own,
-                                      j->recvcounts[c->rank], c->type));
-        j->sendbuf = MPI_IN_PLACE;
-    }
+    if (a->sendbuf == MPI_IN_PLACE)
+        goto fn_exit;
+    ZMPI_CHECK(PMPI_Type_size(a->sendtype, &ssz));
+    size_t sb = (size_t)(a->sendcount > 0 ? a->sendcount : 0) * (size_t)(ssz > 0 ? ssz : 0);
+    size_t rb = (size_t)j->recvcounts[c->rank] * c->es;
+    if (a->sendtype == c->type && sb == rb)
+        goto fn_exit;
+    char *own = (char *)a->recvbuf + (ptrdiff_t)j->rdispls[c->rank] * (ptrdiff_t)c->es;
+    j->late_err = zmpi_dm_copy_prefix(c->comm, a->sendbuf, a->sendcount, a->sendtype, own, rb / c->es, c->type);
+    if (!j->late_err && sb != rb)
+        j->late_err = sb > rb ? zmpi_err(ZMPI_EK_TRUNCATE,
+                                         "Allgather: the send block (%zu bytes) is larger than a block of the "
+                                         "receive buffer (%zu bytes)",
+                                         sb, rb)
+                              : zmpi_err(ZMPI_EK_TYPE,
+                                         "Allgather: the send block (%zu bytes) is smaller than a block of the "
+                                         "receive buffer (%zu bytes): sendcount x sendtype must equal "
+                                         "recvcount x recvtype",
+                                         sb, rb);
+    j->sendbuf = MPI_IN_PLACE;
 fn_exit:
     return rc;
 fn_fail:

@@ -364,6 +364,38 @@ fn_fail:
     goto fn_exit;
 }
 
+int zmpi_dm_copy_prefix(MPI_Comm comm, const void *src, int scount, MPI_Datatype stype, void *dst, size_t rcount,
+                        MPI_Datatype rtype)
+{
+    int rc, psize = 0, ssz = 0, rsz = 0, pos = 0;
+    void *pack = NULL;
+    ZMPI_CHECK(PMPI_Type_size(stype, &ssz));
+    ZMPI_CHECK(PMPI_Type_size(rtype, &rsz));
+    size_t bytes = (size_t)(scount > 0 ? scount : 0) * (size_t)(ssz > 0 ? ssz : 0);
+    if (rsz <= 0 || bytes % (size_t)rsz) {
+        rc = MPI_ERR_TYPE;
+        goto fn_fail;
+    }
+    size_t n = bytes / (size_t)rsz < rcount ? bytes / (size_t)rsz : rcount;
+    if (n == 0)
+        goto fn_exit;
+    if (n > (size_t)INT_MAX) {
+        rc = MPI_ERR_COUNT;
+        goto fn_fail;
+    }
+    ZMPI_CHECK(PMPI_Pack_size(scount, stype, comm, &psize));
+    ZMPI_CHECK(zmpi_alloc((size_t)psize, &pack));
+    ZMPI_CHECK(PMPI_Pack(src, scount, stype, pack, psize, &pos, comm));
+    psize = pos;
+    pos = 0;
+    ZMPI_CHECK(PMPI_Unpack(pack, psize, &pos, dst, (int)n, rtype, comm));
+fn_exit:
+    free(pack);
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
 size_t zmpi_dm_stream_count(const zmpi_call *c, const void *src, size_t len)
 {
     zmpi_stream_info info;

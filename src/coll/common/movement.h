@@ -152,6 +152,13 @@ int zmpi_dm_equal_layout(int size, int count, int **counts, int **displs);
  * not fill whole rtype elements, MPI_ERR_COUNT above INT_MAX bytes. */
 int zmpi_dm_copy_typed(MPI_Comm comm, const void *src, int scount, MPI_Datatype stype, void *dst, int rcount,
                        MPI_Datatype rtype);
+/* The same for blocks of unequal size: the first elements of (src, scount,
+ * stype), at most rcount elements of the basic type rtype (MPI_FLOAT /
+ * MPI_DOUBLE), into dst; dst's elements beyond them unchanged. MPI_SUCCESS,
+ * MPI_ERR_TYPE if the data do not fill whole rtype elements, or MPI's
+ * error. */
+int zmpi_dm_copy_prefix(MPI_Comm comm, const void *src, int scount, MPI_Datatype stype, void *dst, size_t rcount,
+                        MPI_Datatype rtype);
 
 /* The root's own block, copied exactly (nothing with MPI_IN_PLACE):
  * Gather(v) from sendbuf into its place in recvbuf, Scatter(v) from its
