@@ -106,6 +106,8 @@ ZP_EXPORT int MPI_Finalize(void)
     zp_begin(&f, ZP_MPI_Finalize, __builtin_return_address(0), MPI_COMM_NULL);
     f.t0 = zp_clock();
     zp_end(&f, MPI_SUCCESS, 0, NULL, 0, MPI_DATATYPE_NULL);
+    if (zp_init_seen())
+        zp_finalize_checks();
     int report = zp_report(1, 1);
     int rc = PMPI_Finalize();
     return rc != MPI_SUCCESS ? rc : report;
@@ -137,17 +139,57 @@ ZP_EXPORT int MPI_Pcontrol(const int level, ...)
     return rc;
 }
 
-/* 1 if comm's zmpi configuration compresses messages of datatype (the
- * ZMPI_ paths run, a bound or a lossless codec is set, and the type is one
- * zmpi compresses). */
-static int compressing(MPI_Datatype datatype, MPI_Comm comm)
+/* The send half of a call that the policy leaves uncompressed (zp_frame
+ * excluded), as data zmpi does not compress: (buf, count x size, MPI_BYTE)
+ * for a named floating-point type, its packed bytes (in *tmp, to free) for
+ * a derived one; other types as they are. Zmpi's receives read the same
+ * bytes either way. MPI_SUCCESS or an MPI error. */
+static int plain_view(const void *buf, int count, MPI_Datatype type, MPI_Comm comm, const void **vbuf, int *vcount,
+                      MPI_Datatype *vtype, void **tmp)
 {
-    ZMPI_Config cfg;
-    int flag = 0;
-    if (!zp_routing() || datatype == MPI_DATATYPE_NULL || comm == MPI_COMM_NULL ||
-        ZMPI_Comm_get_config(comm, &cfg) != MPI_SUCCESS || !ZMPI_Config_compresses(&cfg))
-        return 0;
-    return ZMPI_Type_compressible(datatype, &flag) == MPI_SUCCESS && flag;
+    int flag = 0, ni, na, nd, comb, size = 0, rc;
+    *vbuf = buf, *vcount = count, *vtype = type, *tmp = NULL;
+    if (count <= 0 || ZMPI_Type_compressible(type, &flag) != MPI_SUCCESS || !flag)
+        return MPI_SUCCESS;
+    if ((rc = PMPI_Type_get_envelope(type, &ni, &na, &nd, &comb)) || (rc = PMPI_Type_size(type, &size)))
+        return rc;
+    if (comb == MPI_COMBINER_NAMED && (long long)count * size <= INT_MAX) {
+        *vcount = count * size, *vtype = MPI_BYTE;
+        return MPI_SUCCESS;
+    }
+    int psize = 0, pos = 0;
+    if ((rc = PMPI_Pack_size(count, type, comm, &psize)))
+        return rc;
+    if (!(*tmp = malloc(psize > 0 ? (size_t)psize : 1)))
+        return MPI_ERR_NO_MEM;
+    if ((rc = PMPI_Pack(buf, count, type, *tmp, psize, &pos, comm))) {
+        free(*tmp);
+        *tmp = NULL;
+        return rc;
+    }
+    *vbuf = *tmp, *vcount = pos, *vtype = MPI_PACKED;
+    return MPI_SUCCESS;
+}
+
+/* MPI_Sendrecv whose send the policy leaves uncompressed: zmpi's receive
+ * (it decodes what arrives), the send as plain_view's bytes. */
+int zp_sendrecv_excluded(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                         void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm,
+                         MPI_Status *status)
+{
+    const void *vb;
+    int vc;
+    MPI_Datatype vt;
+    void *tmp;
+    int rc = plain_view(sendbuf, sendcount, sendtype, comm, &vb, &vc, &vt, &tmp);
+    if (rc) {
+        if (comm != MPI_COMM_NULL)
+            PMPI_Comm_call_errhandler(comm, rc);
+        return rc;
+    }
+    rc = ZMPI_Sendrecv(vb, vc, vt, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
+    free(tmp);
+    return rc;
 }
 
 /* Copies `got` instances of datatype from src to dst (same layout). */
@@ -172,15 +214,17 @@ static void copy_instances(const void *src, void *dst, int got, MPI_Datatype dat
     free(packed);
 }
 
-/* A routed send may send a zmpi stream, which only zmpi's receives decode:
- * when comm compresses datatype, the exchange goes through ZMPI_Sendrecv into
- * a temporary buffer of the datatype's span, and the instances received
- * replace buf's first ones. Otherwise PMPI_Sendrecv_replace. */
+/* While the ZMPI_ paths run, any rank's send may be a zmpi stream, which
+ * only zmpi's receives decode, and a probe may have taken a message out of
+ * MPI's queue: the exchange goes through ZMPI_Sendrecv into a temporary
+ * buffer of the datatype's span (its send uncompressed when the policy
+ * excludes the call: `plain`), and the instances received replace buf's
+ * first ones. Otherwise PMPI_Sendrecv_replace. */
 static int sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
-                            int recvtag, MPI_Comm comm, MPI_Status *status)
+                            int recvtag, MPI_Comm comm, MPI_Status *status, int plain)
 {
     MPI_Aint lb = 0, ext = 0, tlb = 0, text = 0;
-    if (count <= 0 || !compressing(datatype, comm) || PMPI_Type_get_extent(datatype, &lb, &ext) ||
+    if (count <= 0 || !zp_routing() || comm == MPI_COMM_NULL || PMPI_Type_get_extent(datatype, &lb, &ext) ||
         PMPI_Type_get_true_extent(datatype, &tlb, &text) || ext <= 0 || text < 0)
         return PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
     MPI_Status st;
@@ -192,7 +236,11 @@ static int sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int des
         return MPI_ERR_NO_MEM;
     }
     unsigned char *base = tmp - tlb; /* where instance 0 starts, as buf */
-    rc = ZMPI_Sendrecv(buf, count, datatype, dest, sendtag, base, count, datatype, source, recvtag, comm, &st);
+    if (plain)
+        rc = zp_sendrecv_excluded(buf, count, datatype, dest, sendtag, base, count, datatype, source, recvtag, comm,
+                                  &st);
+    else
+        rc = ZMPI_Sendrecv(buf, count, datatype, dest, sendtag, base, count, datatype, source, recvtag, comm, &st);
     if (rc == MPI_SUCCESS && ZMPI_Get_count(&st, datatype, &got) == MPI_SUCCESS && got > 0 && got != MPI_UNDEFINED)
         copy_instances(base, buf, got, datatype, comm);
     if (status != MPI_STATUS_IGNORE)
@@ -206,16 +254,11 @@ ZP_EXPORT int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, 
 {
     zp_frame f;
     zp_begin(&f, ZP_MPI_Sendrecv_replace, __builtin_return_address(0), comm);
-    int rc = sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
+    int rc = sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status, f.excluded);
     zp_end(&f, rc, rc == MPI_SUCCESS ? zp_bytes(count, datatype) : 0, buf, count, datatype);
     return rc;
 }
 
-/* MPI's own receives that zmpi does not route (persistent receives,
- * MPI_Isendrecv...) could not decode a zmpi stream: while comm compresses
- * datatype, such a call is refused (MPI_ERR_UNSUPPORTED_OPERATION through
- * comm's handler, with a message) rather than delivering a stream's bytes.
- * The wrappers marked refuse= in mpi_functions.txt call it first. */
 /* Prints "zmpi: rank R: CALL WHY" and raises code on comm; returns code. */
 static int refused(MPI_Comm comm, int code, const char *call, const char *why)
 {
@@ -227,20 +270,20 @@ static int refused(MPI_Comm comm, int code, const char *call, const char *why)
     return code;
 }
 
-int zp_refuse(MPI_Count count, MPI_Datatype datatype, MPI_Comm comm, const char *call)
-{
-    if (count <= 0 || !compressing(datatype, comm))
-        return MPI_SUCCESS;
-    return refused(comm, MPI_ERR_UNSUPPORTED_OPERATION, call,
-                   "of floating-point data while zmpi compresses it (a bound or a lossless codec is set): MPI's "
-                   "own receive cannot decode compressed messages; use MPI_Irecv (and MPI_Isend)");
-}
-
 int zp_count_error(MPI_Comm comm, const char *call)
 {
     return refused(comm, MPI_ERR_COUNT, call,
                    "with a count beyond INT_MAX while zmpi compresses (its receive could not decode a compressed "
                    "message otherwise): send in parts of at most INT_MAX elements");
+}
+
+/* At exit, in a process that used MPI without the preload seeing
+ * MPI_Init: say so (zp_begin says it at the first call it sees). */
+__attribute__((destructor)) static void unseen_at_exit(void)
+{
+    int fin = 0;
+    if (!zp_init_seen() && PMPI_Finalized(&fin) == MPI_SUCCESS && fin)
+        zp_unseen_init(-1);
 }
 
 #if MPI_VERSION >= 4
@@ -256,8 +299,8 @@ ZP_EXPORT int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype da
     zp_begin(&f, ZP_MPI_Sendrecv_replace_c, __builtin_return_address(0), comm);
     int rc;
     if (count >= INT_MIN && count <= INT_MAX)
-        rc = sendrecv_replace(buf, (int)count, datatype, dest, sendtag, source, recvtag, comm, status);
-    else if (!f.route)
+        rc = sendrecv_replace(buf, (int)count, datatype, dest, sendtag, source, recvtag, comm, status, f.excluded);
+    else if (!zp_routing())
         rc = PMPI_Sendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
     else
         rc = zp_count_error(comm, "MPI_Sendrecv_replace_c");

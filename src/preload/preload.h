@@ -76,6 +76,22 @@ int zp_routing(void);
 int zp_profile_only(void);
 /* seconds since zp_init (0 before) */
 double zp_app_time(void);
+/* 1 once zp_init ran (MPI_Init or MPI_Init_thread went through the preload). */
+int zp_init_seen(void);
+/* A call (an enum zp_call, or -1 at exit) while MPI_Init was not seen but
+ * MPI is initialised: MPI was initialised by a binding that does not call
+ * the C MPI_Init (Fortran mpi_f08 under MPICH, Fortran under Open MPI), so
+ * nothing is compressed and no report is written. Said once on stderr, by
+ * rank 0 (as the launcher tells), when the environment has a ZMPI_ setting. */
+void zp_unseen_init(int call);
+/* 1 if the environment has a ZMPI_ variable (the user asked zmpi for something). */
+int zp_has_settings(void);
+/* This process's rank as the launcher exports it (PMI_RANK, ...), or NULL. */
+const char *zp_env_rank(void);
+/* In MPI_Finalize, before the report (collective over MPI_COMM_WORLD):
+ * says which entries of ZMPI_INCLUDE_SITES / ZMPI_EXCLUDE_SITES matched no
+ * call site. */
+void zp_finalize_checks(void);
 
 /* One sampled message, measured by the advisor on every rung. */
 typedef struct {
@@ -101,6 +117,7 @@ typedef struct {
     char file[96];
     int line;
     char func[96];
+    char path[256]; /* the source file as the debug information names it ("" without it) */
 } zp_location;
 /* Resolves n program addresses with the debug information of their objects
  * (libdw); without it, the object's name and the offset. */

@@ -19,6 +19,22 @@
 #include "preload/preload.h"
 #include "preload_gen.h"
 
+extern char **environ;
+
+/* One entry of ZMPI_INCLUDE_SITES / ZMPI_EXCLUDE_SITES: FILE:LINE, and
+ * whether some call site matched it. */
+typedef struct {
+    char file[128];
+    int line;
+    atomic_int matched;
+} zp_site_entry;
+
+typedef struct {
+    const char *name; /* the setting */
+    zp_site_entry *e;
+    int n;
+} zp_site_list;
+
 /* Sites the table holds; further ones are counted only per MPI function. */
 #define ZP_MAXSITES 4096
 #define ZP_ADDR_MASK ((UINT64_C(1) << 48) - 1)
@@ -52,7 +68,8 @@ static struct {
     double budget; /* ZMPI_SAMPLE_BUDGET / 100: the share of the application's time sampling may take; 1: no limit */
     _Atomic unsigned long long sample_ns, sample_bytes; /* spent sampling so far, and the bytes sampled */
     unsigned char call_off[ZP_NCALLS]; /* ZMPI_CALLS / ZMPI_EXCLUDE_CALLS: sends that never compress */
-    const char *include_sites, *exclude_sites;
+    zp_site_list include_sites, exclude_sites;
+    atomic_int unseen_warned; /* an MPI call came before MPI_Init was seen (said once) */
     ZMPI_Config cfg;
     pthread_mutex_t sample_lock;
     atomic_int reports;      /* reports written so far */
@@ -121,22 +138,64 @@ static zp_slot *site_of(int call, void *ra)
     return up;
 }
 
-/* 1 if list (FILE:LINE,...) names the location. */
-static int site_listed(const char *list, const zp_location *loc)
+/* Parses a site list (FILE:LINE,...; checked at MPI_Init) into *l. */
+static void site_list_parse(zp_site_list *l, const char *name)
 {
-    char item[128];
-    for (const char *p = list; p && *p;) {
-        size_t n = strcspn(p, ",");
-        snprintf(item, sizeof item, "%.*s", (int)(n < sizeof item ? n : sizeof item - 1), p);
-        char *colon = strrchr(item, ':');
+    const char *v = getenv(name);
+    memset(l, 0, sizeof *l);
+    l->name = name;
+    if (!v || !*v)
+        return;
+    int n = 1;
+    for (const char *p = v; *p; p++)
+        n += *p == ',';
+    l->e = calloc((size_t)n, sizeof *l->e);
+    for (const char *p = v; l->e && *p;) {
+        size_t k = strcspn(p, ",");
+        zp_site_entry *e = &l->e[l->n];
+        snprintf(e->file, sizeof e->file, "%.*s", (int)(k < sizeof e->file ? k : sizeof e->file - 1), p);
+        char *colon = strrchr(e->file, ':');
         if (colon) {
             *colon = '\0';
-            if (!strcmp(item, loc->file) && atoi(colon + 1) == loc->line)
-                return 1;
+            e->line = atoi(colon + 1);
+            l->n++;
         }
-        p += n + (p[n] == ',');
+        p += k + (p[k] == ',');
     }
-    return 0;
+}
+
+/* 1 if the path b ends with the path a at a component boundary ("f.c" and
+ * "dir/f.c" end "/src/dir/f.c"; "r/f.c" does not). */
+static int path_tail(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    return la <= lb && !strcmp(b + lb - la, a) && (la == lb || b[lb - la - 1] == '/');
+}
+
+/* 1 if a site entry's FILE names the source file `path` (as the debug
+ * information has it, absolute or relative) or `base` (its base name):
+ * either path ends with the other, "./" prefixes ignored. */
+static int site_file_matches(const char *file, const char *path, const char *base)
+{
+    while (file[0] == '.' && file[1] == '/')
+        file += 2;
+    if (!*path)
+        return !strcmp(file, base) || path_tail(base, file);
+    while (path[0] == '.' && path[1] == '/')
+        path += 2;
+    return path_tail(file, path) || path_tail(path, file);
+}
+
+/* 1 if the list names the location; marks the entries that do. */
+static int site_listed(zp_site_list *l, const zp_location *loc)
+{
+    int hit = 0;
+    for (int i = 0; i < l->n; i++)
+        if (l->e[i].line == loc->line && site_file_matches(l->e[i].file, loc->path, loc->file)) {
+            atomic_store(&l->e[i].matched, 1);
+            hit = 1;
+        }
+    return hit;
 }
 
 /* Whether a point-to-point send at this site compresses under the site
@@ -148,17 +207,51 @@ static int site_compresses(zp_slot *s, void *addr)
     if (p == 0) {
         zp_location loc;
         zp_locate(&addr, 1, &loc);
-        int on = (!zp.include_sites || site_listed(zp.include_sites, &loc)) &&
-                 !(zp.exclude_sites && site_listed(zp.exclude_sites, &loc));
+        int inc = !zp.include_sites.n || site_listed(&zp.include_sites, &loc);
+        int exc = zp.exclude_sites.n && site_listed(&zp.exclude_sites, &loc);
+        int on = inc && !exc;
         p = on ? 1 : 2;
         atomic_store_explicit(&s->policy, p, memory_order_relaxed);
     }
     return p == 1;
 }
 
+/* The point-to-point calls that send, which the site lists select. */
 static int p2p_send(int call)
 {
-    return call == ZP_MPI_Send || call == ZP_MPI_Ssend || call == ZP_MPI_Isend || call == ZP_MPI_Issend;
+    switch (call) {
+    case ZP_MPI_Send:
+    case ZP_MPI_Ssend:
+    case ZP_MPI_Isend:
+    case ZP_MPI_Issend:
+    case ZP_MPI_Sendrecv:
+    case ZP_MPI_Sendrecv_replace:
+#if MPI_VERSION >= 4
+    case ZP_MPI_Send_c:
+    case ZP_MPI_Ssend_c:
+    case ZP_MPI_Isend_c:
+    case ZP_MPI_Issend_c:
+    case ZP_MPI_Sendrecv_c:
+    case ZP_MPI_Sendrecv_replace_c:
+#endif
+        return 1;
+    default: return 0;
+    }
+}
+
+void zp_unseen_init(int call)
+{
+    int init = 0, first = 0;
+    if (call == ZP_MPI_Init || call == ZP_MPI_Init_thread ||
+        atomic_load_explicit(&zp.unseen_warned, memory_order_relaxed) || PMPI_Initialized(&init) != MPI_SUCCESS ||
+        !init || !zp_has_settings() ||
+        !atomic_compare_exchange_strong(&zp.unseen_warned, &first, 1))
+        return;
+    const char *r = zp_env_rank();
+    if (!r || !strcmp(r, "0"))
+        fprintf(stderr, "zmpi: libzmpi_preload.so did not see MPI_Init: this program's MPI calls do not all go "
+                        "through the C MPI_ functions (Fortran mpi_f08 under MPICH, Fortran under Open MPI): "
+                        "nothing is compressed and no report is written (docs/preload.md, \"Limits\")\n");
 }
 
 void zp_begin(zp_frame *f, int call, void *ra, MPI_Comm comm)
@@ -167,12 +260,16 @@ void zp_begin(zp_frame *f, int call, void *ra, MPI_Comm comm)
     f->ra = ra;
     f->comm = comm;
     f->slot = NULL;
-    f->route = atomic_load_explicit(&zp.route, memory_order_relaxed) && !zp.call_off[call];
-    if (f->route && (zp.include_sites || zp.exclude_sites) && p2p_send(call)) {
+    if (!atomic_load_explicit(&zp.t_init, memory_order_relaxed))
+        zp_unseen_init(call);
+    int routing = atomic_load_explicit(&zp.route, memory_order_relaxed);
+    f->route = routing && !zp.call_off[call];
+    if (f->route && (zp.include_sites.n || zp.exclude_sites.n) && p2p_send(call)) {
         zp_slot *s = site_of(call, ra);
         f->slot = s;
         f->route = s && site_compresses(s, (void *)(uintptr_t)(atomic_load(&s->key) & ZP_ADDR_MASK));
     }
+    f->excluded = routing && !f->route;
     f->have_stats = f->route && comm != MPI_COMM_NULL && !atomic_load_explicit(&zp.off, memory_order_relaxed) &&
                     ZMPI_Comm_get_stats(comm, &f->before) == MPI_SUCCESS;
     f->t0 = zp_clock();
@@ -420,15 +517,17 @@ static int int_setting(const char *name, int def)
 }
 
 /* Marks the calls of a list (ZMPI_CALLS / ZMPI_EXCLUDE_CALLS, names
- * checked at MPI_Init) in mark[]. */
+ * checked at MPI_Init) in mark[]: MPI_Name and its large-count binding
+ * MPI_Name_c. */
 static void mark_calls(const char *list, unsigned char *mark)
 {
-    char name[136];
+    char name[136], name_c[140];
     for (const char *p = list; p && *p;) {
         size_t n = strcspn(p, ",");
         snprintf(name, sizeof name, "%s%.*s", strncmp(p, "MPI_", 4) ? "MPI_" : "", (int)(n < 127 ? n : 127), p);
+        snprintf(name_c, sizeof name_c, "%s_c", name);
         for (int i = 0; i < ZP_NCALLS; i++)
-            if (!strcmp(zp_call_names[i], name))
+            if (!strcmp(zp_call_names[i], name) || !strcmp(zp_call_names[i], name_c))
                 mark[i] = 1;
         p += n + (p[n] == ',');
     }
@@ -443,8 +542,8 @@ static void call_policy(void)
     mark_calls(calls, listed);
     mark_calls(getenv("ZMPI_EXCLUDE_CALLS"), excluded);
     unsigned char sending[ZP_NCALLS] = {0};
-    mark_calls("Send,Ssend,Isend,Issend,Bcast,Scatter,Scatterv,Gather,Gatherv,Allgather,Allgatherv,Alltoall,"
-               "Alltoallv,Reduce_scatter,Reduce_scatter_block,Allreduce,Reduce",
+    mark_calls("Send,Ssend,Isend,Issend,Sendrecv,Sendrecv_replace,Bcast,Scatter,Scatterv,Gather,Gatherv,Allgather,"
+               "Allgatherv,Alltoall,Alltoallv,Reduce_scatter,Reduce_scatter_block,Allreduce,Reduce",
                sending);
     for (int i = 0; i < ZP_NCALLS; i++)
         zp.call_off[i] = sending[i] && ((calls && *calls && !listed[i]) || excluded[i]);
@@ -468,9 +567,8 @@ int zp_init(void)
     zp.profile_only = int_setting("ZMPI_PROFILE_ONLY", 0) != 0;
     zp.samples = int_setting("ZMPI_SAMPLES", 8);
     zp.budget = int_setting("ZMPI_SAMPLE_BUDGET", 1) / 100.0;
-    const char *inc = getenv("ZMPI_INCLUDE_SITES"), *exc = getenv("ZMPI_EXCLUDE_SITES");
-    zp.include_sites = inc && *inc ? inc : NULL;
-    zp.exclude_sites = exc && *exc ? exc : NULL;
+    site_list_parse(&zp.include_sites, "ZMPI_INCLUDE_SITES");
+    site_list_parse(&zp.exclude_sites, "ZMPI_EXCLUDE_SITES");
     call_policy();
     int on = !zp.profile_only && ZMPI_Config_compresses(&zp.cfg);
     /* a receiver decodes what any rank compressed: if one rank compresses,
@@ -490,6 +588,76 @@ int zp_init(void)
     }
     atomic_store(&zp.route, rc == MPI_SUCCESS && all[0]);
     return rc;
+}
+
+/* ---- what the process was asked to do ---- */
+
+int zp_has_settings(void)
+{
+    for (char **e = environ; e && *e; e++)
+        if (!strncmp(*e, "ZMPI_", 5))
+            return 1;
+    return 0;
+}
+
+const char *zp_env_rank(void)
+{
+    static const char *const vars[] = {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v)
+            return v;
+    }
+    return NULL;
+}
+
+int zp_init_seen(void)
+{
+    return atomic_load(&zp.t_init) != 0;
+}
+
+/* Prints the entries of the lists that matched no call site: agreed over
+ * MPI_COMM_WORLD when every rank has as many entries (rank 0 says it),
+ * else each rank for its own. */
+static void sites_unmatched(zp_site_list *const *lists, int nl)
+{
+    int n = 0, rank = 0, mm[3], r[3];
+    for (int k = 0; k < nl; k++)
+        n += lists[k]->n;
+    int *hit = calloc((size_t)(n ? n : 1), sizeof *hit), *all = calloc((size_t)(n ? n : 1), sizeof *all);
+    mm[0] = n, mm[1] = -n, mm[2] = !hit || !all;
+    if (PMPI_Allreduce(mm, r, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS || r[0] == 0 || r[2]) {
+        free(hit);
+        free(all);
+        return;
+    }
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int same = r[0] == -r[1];
+    for (int k = 0, i = 0; k < nl; k++)
+        for (int j = 0; j < lists[k]->n; j++)
+            hit[i++] = atomic_load(&lists[k]->e[j].matched);
+    if (same && PMPI_Allreduce(hit, all, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+        same = 0, memcpy(all, hit, (size_t)n * sizeof *hit);
+    if (!same)
+        memcpy(all, hit, (size_t)n * sizeof *hit);
+    if (!same || rank == 0)
+        for (int k = 0, i = 0; k < nl; k++)
+            for (int j = 0; j < lists[k]->n; j++, i++)
+                if (!all[i])
+                    fprintf(stderr,
+                            "zmpi: %s: %s:%d matched no call site of the run (a point-to-point send at FILE:LINE, "
+                            "FILE a path or its end, as the report names sites)%s\n",
+                            lists[k]->name, lists[k]->e[j].file, lists[k]->e[j].line, same ? "" : " (this rank)");
+    free(hit);
+    free(all);
+}
+
+void zp_finalize_checks(void)
+{
+    if (!atomic_load(&zp.route))
+        return; /* the lists select only while the ZMPI_ paths run */
+    zp_site_list *lists[2] = {&zp.include_sites, &zp.exclude_sites};
+    sites_unmatched(lists, 2);
 }
 
 /* ---- bytes ---- */

@@ -27,6 +27,8 @@ typedef struct {
     void *ra;       /* the return address: where the program called */
     MPI_Comm comm;  /* the call's communicator, MPI_COMM_NULL if none */
     int route;      /* 1: the ZMPI_ implementation runs (compression is on) */
+    int excluded;   /* 1: the ZMPI_ paths run, but ZMPI_CALLS / ZMPI_EXCLUDE_CALLS or the site lists
+                       leave this call's data uncompressed (its receives still decode) */
     int have_stats; /* before holds comm's zmpi statistics before the call */
     void *slot;     /* the call site, when zp_begin looked it up */
     uint64_t t0;
@@ -46,10 +48,12 @@ static inline int zp_clamp(MPI_Count count)
 {
     return count > INT_MAX ? INT_MAX : count < INT_MIN ? INT_MIN : (int)count;
 }
-/* A receive MPI makes itself (persistent, MPI_Isendrecv, ...): MPI_SUCCESS,
- * or, while zmpi compresses datatype on comm, MPI_ERR_UNSUPPORTED_OPERATION
- * raised on comm with a message naming call (preload.c). */
-int zp_refuse(MPI_Count count, MPI_Datatype datatype, MPI_Comm comm, const char *call);
+/* MPI_Sendrecv whose send the call or site policy leaves uncompressed: the
+ * receive through zmpi, the send's data as bytes zmpi does not compress
+ * (the excl= mark of mpi_functions.txt; preload.c). */
+int zp_sendrecv_excluded(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                         void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm,
+                         MPI_Status *status);
 /* A large-count call zmpi cannot take (narrow=clamp): the message, the
  * error MPI_ERR_COUNT raised on comm; returns it (preload.c). */
 int zp_count_error(MPI_Comm comm, const char *call);

@@ -121,6 +121,7 @@ static void locate_one(Dwfl *d, void *addr, zp_location *loc)
     const char *file = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
     if (file) {
         snprintf(loc->file, sizeof loc->file, "%s", base_name(file));
+        snprintf(loc->path, sizeof loc->path, "%s", file);
         loc->line = line;
     } else {
         by_object(addr, loc);

@@ -19,6 +19,9 @@ function neither hand-written nor skipped,
     }
 
 For a zmpi mark the call is `zp_f.route ? ZMPI_Name(ARGS) : PMPI_Name(ARGS)`
+(with excl=FUNC: `zp_f.route ? ZMPI_Name(ARGS) : zp_f.excluded ? FUNC(ARGS) :
+PMPI_Name(ARGS)`, FUNC taking the call's int arguments: the ZMPI_ paths run
+but the policy leaves this call's send uncompressed)
 and COMM is the function's communicator (MPI_COMM_NULL otherwise); RC is
 zp_rc for a function returning int (MPI_SUCCESS otherwise); BYTES is the
 expression of the function's bytes= mark (0 without one), evaluated after
@@ -26,9 +29,6 @@ the call and only when it returned MPI_SUCCESS; DATA is `BUF, COUNT, TYPE`
 of a data=BUF mark (the bytes= mark's count and type: the advisor samples
 the data), `NULL, 0, MPI_DATATYPE_NULL` without one.
 
-Marked refuse=COUNT,TYPE (a receive MPI makes itself), the call is
-zp_refuse(COUNT, TYPE, comm, "MPI_Name") first, MPI's call only if that
-returned MPI_SUCCESS.
 
 A large-count binding MPI_Name_c marked narrow calls ZMPI_Name with its
 MPI_Count parameters as int when zmpi routes and they all fit in an int,
@@ -93,22 +93,22 @@ def parse(path):
                     raise ListError("not 'RETURN_TYPE MPI_Name(PARAMETERS) [| MARK ...]'")
                 fn = {"ret": m.group("ret"), "name": m.group("name"), "params": m.group("params").strip(),
                       "hand": False, "skip": False, "zmpi": False, "narrow": False, "clamp": [], "only": None,
-                      "bytes": None, "data": None, "refuse": None}
+                      "bytes": None, "data": None, "excl": None}
                 if fn["name"] in names:
                     raise ListError(f"{fn['name']} listed twice")
                 names.add(fn["name"])
                 for mark in marks.split():
                     if mark in ("hand", "skip", "zmpi", "narrow"):
                         fn[mark] = True
-                    elif mark.startswith("refuse="):
-                        fn["refuse"] = mark[len("refuse="):].split(",")
-                        if len(fn["refuse"]) != 2:
-                            raise ListError(f"malformed mark '{mark}'")
                     elif mark.startswith("narrow=clamp:"):
                         fn["narrow"] = True
                         fn["clamp"] = mark[len("narrow=clamp:"):].split(",")
                     elif mark in ("only=mpich", "only=openmpi", "only=mpi4"):
                         fn["only"] = mark[5:]
+                    elif mark.startswith("excl="):
+                        fn["excl"] = mark[len("excl="):]
+                        if not re.match(r"^\w+$", fn["excl"]):
+                            raise ListError(f"malformed mark '{mark}'")
                     elif mark.startswith("data="):
                         fn["data"] = mark[5:]
                         if not re.match(r"^\w+$", fn["data"]):
@@ -122,6 +122,8 @@ def parse(path):
                         raise ListError(f"unknown mark '{mark}'")
                 if fn["hand"] + fn["skip"] + fn["zmpi"] + fn["narrow"] > 1:
                     raise ListError("at most one of hand, skip, zmpi, narrow")
+                if fn["excl"] and not (fn["zmpi"] or fn["narrow"]):
+                    raise ListError("excl= goes with zmpi or narrow")
                 if fn["params"] == "void":
                     fn["args"] = []
                 elif fn["hand"] or fn["skip"]:
@@ -132,12 +134,6 @@ def parse(path):
                         raise ListError("a variadic function must be hand-written")
                 if fn["narrow"]:
                     check_narrow(fn)
-                if fn["refuse"]:
-                    if fn["zmpi"] or fn["narrow"] or fn["hand"] or fn["skip"]:
-                        raise ListError("refuse= goes with none of hand, skip, zmpi, narrow")
-                    if any(n not in fn["args"] for n in fn["refuse"]):
-                        raise ListError(f"refuse= names a parameter {fn['name']} does not have")
-                    comm_param(fn)
                 if fn["bytes"]:
                     check_bytes(fn)
                 if fn["data"] and (not fn["bytes"] or (fn["args"] is not None and fn["data"] not in fn["args"])):
@@ -216,13 +212,16 @@ def narrow_call(fn, args, comm):
     narrowed = ", ".join(f"zp_clamp({a})" if a in fn["clamp"] else f"(int){a}" if a in counts else a
                          for a in fn["args"])
     zcall = f"ZMPI_{fn['name'][4:-2]}({narrowed})"
+    if fn["excl"]:
+        zcall = f"(zp_f.route ? ZMPI_{fn['name'][4:-2]} : {fn['excl']})({narrowed})"
     pcall = f"PMPI_{fn['name'][4:]}({args})"
+    route = "(zp_f.route || zp_f.excluded)" if fn["excl"] else "zp_f.route"
     if not fn["clamp"]:
-        return ["    int zp_rc;", f"    if (zp_f.route && {fits})", f"        zp_rc = {zcall};", "    else",
+        return ["    int zp_rc;", f"    if ({route} && {fits})", f"        zp_rc = {zcall};", "    else",
                 f"        zp_rc = {pcall};"]
     if not must:
-        return [f"    int zp_rc = zp_f.route ? {zcall} : {pcall};"]
-    return ["    int zp_rc;", "    if (!zp_f.route)", f"        zp_rc = {pcall};", f"    else if ({fits})",
+        return [f"    int zp_rc = {route} ? {zcall} : {pcall};"]
+    return ["    int zp_rc;", f"    if (!{route})", f"        zp_rc = {pcall};", f"    else if ({fits})",
             f"        zp_rc = {zcall};", "    else",
             f"        zp_rc = zp_count_error({comm}, \"{fn['name']}\");"]
 
@@ -268,14 +267,13 @@ def write_c(funcs, path, header):
                 comm = comm_param(fn)
             except ListError:
                 pass
-        if fn["zmpi"]:
+        if fn["zmpi"] and fn["excl"]:
+            call = [f"    {fn['ret']} zp_rc = zp_f.route ? ZMPI_{fn['name'][4:]}({args})",
+                    f"                : zp_f.excluded ? {fn['excl']}({args}) : PMPI_{fn['name'][4:]}({args});"]
+        elif fn["zmpi"]:
             call = [f"    {fn['ret']} zp_rc = zp_f.route ? ZMPI_{fn['name'][4:]}({args}) : PMPI_{fn['name'][4:]}({args});"]
         elif fn["narrow"]:
             call = narrow_call(fn, args, comm)
-        elif fn["refuse"]:
-            cnt, typ = fn["refuse"]
-            call = [f"    int zp_rc = zp_refuse({cnt}, {typ}, {comm_param(fn)}, \"{fn['name']}\");",
-                    "    if (zp_rc == MPI_SUCCESS)", f"        zp_rc = PMPI_{fn['name'][4:]}({args});"]
         data = "NULL, 0, MPI_DATATYPE_NULL"
         if fn["data"]:
             cnt = fn["bytes"].group("count")
