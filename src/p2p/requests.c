@@ -216,8 +216,12 @@ static int wait_fn(int count, void **states, double timeout, MPI_Status *status)
 }
 #endif
 
-int zmpi_p2p_op_new(MPI_Comm comm, int is_recv, zmpi_p2p_op **out)
+/* A new operation on comm with its user handle: a generalized request, or
+ * for a persistent one a persistent request that is never started, on
+ * zmpi's private communicator (MPI takes it for an inactive request). */
+static int op_new(MPI_Comm comm, int is_recv, int persistent, zmpi_p2p_op **out)
 {
+    int rc;
     *out = NULL;
     zmpi_proc *p = zmpi_proc_get();
     if (!p)
@@ -230,11 +234,15 @@ int zmpi_p2p_op_new(MPI_Comm comm, int is_recv, zmpi_p2p_op **out)
     op->comm = comm;
     op->posted = atomic_fetch_add(&p->next_posted, 1);
     op->is_recv = op->decode = is_recv;
+    op->persistent = persistent;
     op->type = op->stype = op->own_type = MPI_DATATYPE_NULL;
+    if (persistent)
+        rc = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, p->self, &op->greq);
+    else
 #ifdef ZMPI_HAVE_GREQX
-    int rc = PMPIX_Grequest_start(query_fn, free_fn, cancel_fn, poll_fn, wait_fn, op, &op->greq);
+        rc = PMPIX_Grequest_start(query_fn, free_fn, cancel_fn, poll_fn, wait_fn, op, &op->greq);
 #else
-    int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->greq);
+        rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->greq);
 #endif
     if (rc) {
         free(op);
@@ -244,30 +252,14 @@ int zmpi_p2p_op_new(MPI_Comm comm, int is_recv, zmpi_p2p_op **out)
     return MPI_SUCCESS;
 }
 
+int zmpi_p2p_op_new(MPI_Comm comm, int is_recv, zmpi_p2p_op **out)
+{
+    return op_new(comm, is_recv, 0, out);
+}
+
 int zmpi_p2p_op_new_persistent(MPI_Comm comm, int is_recv, zmpi_p2p_op **out)
 {
-    *out = NULL;
-    zmpi_proc *p = zmpi_proc_get();
-    if (!p)
-        return MPI_ERR_INTERN;
-    zmpi_p2p_op *op = calloc(1, sizeof *op);
-    if (!op)
-        return MPI_ERR_NO_MEM;
-    op->proc = p;
-    op->req = op->req2 = MPI_REQUEST_NULL;
-    op->comm = comm;
-    op->is_recv = op->decode = is_recv;
-    op->persistent = 1;
-    op->type = op->stype = op->own_type = MPI_DATATYPE_NULL;
-    /* the user's handle: a persistent request that is never started, on
-     * zmpi's private communicator (MPI takes it for an inactive request) */
-    int rc = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, p->self, &op->greq);
-    if (rc) {
-        free(op);
-        return rc;
-    }
-    *out = op;
-    return MPI_SUCCESS;
+    return op_new(comm, is_recv, 1, out);
 }
 
 /* Frees a persistent operation: its handle, buffers, datatype and itself. */

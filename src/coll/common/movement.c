@@ -328,42 +328,6 @@ int zmpi_dm_equal_layout(int size, int count, int **counts, int **displs)
     return rc;
 }
 
-int zmpi_dm_copy_typed(MPI_Comm comm, const void *src, int scount, MPI_Datatype stype, void *dst, int rcount,
-                       MPI_Datatype rtype)
-{
-    int rc, psize = 0, ssz = 0, rsz = 0, pos = 0;
-    void *pack = NULL;
-    size_t bytes;
-    ZMPI_CHECK(PMPI_Type_size(stype, &ssz));
-    ZMPI_CHECK(PMPI_Type_size(rtype, &rsz));
-    bytes = (size_t)(scount > 0 ? scount : 0) * (size_t)(ssz > 0 ? ssz : 0);
-    if (bytes == 0)
-        goto fn_exit;
-    if (rsz <= 0 || rcount < 0 || bytes > (size_t)rcount * (size_t)rsz) {
-        rc = MPI_ERR_TRUNCATE;
-        goto fn_fail;
-    }
-    if (bytes % (size_t)rsz) {
-        rc = MPI_ERR_TYPE;
-        goto fn_fail;
-    }
-    if (bytes > (size_t)INT_MAX) {
-        rc = MPI_ERR_COUNT;
-        goto fn_fail;
-    }
-    ZMPI_CHECK(PMPI_Pack_size(scount, stype, comm, &psize));
-    ZMPI_CHECK(zmpi_alloc((size_t)psize, &pack));
-    ZMPI_CHECK(PMPI_Pack(src, scount, stype, pack, psize, &pos, comm));
-    psize = pos;
-    pos = 0;
-    ZMPI_CHECK(PMPI_Unpack(pack, psize, &pos, dst, (int)(bytes / (size_t)rsz), rtype, comm));
-fn_exit:
-    free(pack);
-    return rc;
-fn_fail:
-    goto fn_exit;
-}
-
 int zmpi_dm_copy_prefix(MPI_Comm comm, const void *src, int scount, MPI_Datatype stype, void *dst, size_t rcount,
                         MPI_Datatype rtype)
 {
@@ -379,7 +343,7 @@ int zmpi_dm_copy_prefix(MPI_Comm comm, const void *src, int scount, MPI_Datatype
     size_t n = bytes / (size_t)rsz < rcount ? bytes / (size_t)rsz : rcount;
     if (n == 0)
         goto fn_exit;
-    if (n > (size_t)INT_MAX) {
+    if (n > (size_t)INT_MAX || bytes > (size_t)INT_MAX) {
         rc = MPI_ERR_COUNT;
         goto fn_fail;
     }
@@ -394,6 +358,20 @@ fn_exit:
     return rc;
 fn_fail:
     goto fn_exit;
+}
+
+int zmpi_dm_copy_typed(MPI_Comm comm, const void *src, int scount, MPI_Datatype stype, void *dst, int rcount,
+                       MPI_Datatype rtype)
+{
+    int rc, ssz = 0, rsz = 0;
+    if ((rc = PMPI_Type_size(stype, &ssz)) != MPI_SUCCESS || (rc = PMPI_Type_size(rtype, &rsz)) != MPI_SUCCESS)
+        return rc;
+    size_t bytes = (size_t)(scount > 0 ? scount : 0) * (size_t)(ssz > 0 ? ssz : 0);
+    if (bytes == 0)
+        return MPI_SUCCESS;
+    if (rsz <= 0 || rcount < 0 || bytes > (size_t)rcount * (size_t)rsz)
+        return MPI_ERR_TRUNCATE;
+    return zmpi_dm_copy_prefix(comm, src, scount, stype, dst, (size_t)rcount, rtype);
 }
 
 size_t zmpi_dm_stream_count(const zmpi_call *c, const void *src, size_t len)
