@@ -152,8 +152,9 @@ static void halo(const char *name, init_fn init, int how)
                     fail(what, "Waitsome: MPI_UNDEFINED after %ld of %ld", done, 2);
                     break;
                 }
-                for (int k = 0; k < out; k++)
-                    st[ids[k]] = two[k], got[ids[k]] = 1, done++;
+                for (int k = 0; k < out; k++) /* (Open MPI 4.1 reports an inactive persistent one again) */
+                    if (!got[ids[k]])
+                        st[ids[k]] = two[k], got[ids[k]] = 1, done++;
             }
             break;
         case 4:
