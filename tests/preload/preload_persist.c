@@ -310,7 +310,15 @@ int main(int argc, char **argv)
         halo("MPI_Send_init", MPI_Send_init, how);
     halo("MPI_Ssend_init", MPI_Ssend_init, 0);
     halo("MPI_Rsend_init", MPI_Rsend_init, 2);
+#if defined(OPEN_MPI)
+    /* Open MPI 4.1.4's own persistent MPI_Bsend_init sends stale data after
+     * its first start (measured: a 2-rank ring with plain MPI receives the
+     * first start's data again), so this case says nothing about zmpi there */
+    if (rank == 0)
+        printf("preload_persist: Open MPI: MPI_Bsend_init not checked\n");
+#else
     halo("MPI_Bsend_init", MPI_Bsend_init, 3);
+#endif
     derived_recv();
     free_active();
     ints();
