@@ -92,6 +92,20 @@ head -c 300 "$work/b.zmpi" >"$work/trunc.zmpi" || bad "head"
 expect_fail "truncated stream" "$zmpi" codec decompress "$work/trunc.zmpi" "$work/trunc.raw"
 no_tmp "$work" && ok || bad "temporary files left behind"
 expect_fail "unknown command" "$zmpi" frobnicate
+# a fixed-precision codec promises no bound: a bound given to it is refused
+expect_fail "trunc with a bound" "$zmpi" codec compress "$dfield" "$work/t.zmpi" --dtype f64 --codec trunc --rel 1e-9
+expect_fail "dp2sp with a bound" "$zmpi" codec eval "$dfield" --dtype f64 --codec dp2sp --abs 1e-9
+[ ! -e "$work/t.zmpi" ] && ok || bad "trunc with a bound wrote an output"
+# the output never replaces the input: the same name, a hard link, a symbolic link
+cp "$field" "$work/self.f32" && ln "$work/self.f32" "$work/self.hard" && ln -s "$work/self.f32" "$work/self.sym" || bad "links"
+sum=$(sha256sum <"$work/self.f32")
+for out in "$work/self.f32" "$work/self.hard" "$work/self.sym" "$work/../${work##*/}/self.f32"; do
+  expect_fail "compress onto its input ($out)" "$zmpi" codec compress "$work/self.f32" "$out" --dtype f32 --codec fzl --rel 1e-3
+done
+"$zmpi" codec compress "$work/self.f32" "$work/self.z" --dtype f32 --codec zstd && ok || bad "compress self.f32"
+cp "$work/self.z" "$work/self.z.orig"
+expect_fail "decompress onto its input" "$zmpi" codec decompress "$work/self.z" "$work/self.z"
+[ "$(sha256sum <"$work/self.f32")" = "$sum" ] && cmp -s "$work/self.z" "$work/self.z.orig" && ok || bad "an input was changed"
 
 # ---- output paths: OUT is written, never replaced by something else ----
 zc=(--dtype f32 --codec zstd)

@@ -36,8 +36,9 @@ static void codec_usage(FILE *f)
             "TUNING: --segment N (elements per segment, default 65536), --block 8|16|32|64 (fzl),\n"
             "        --dims NXxNY[xNZ] (shape hint, slowest first: 2-D/3-D prediction in fzr),\n"
             "        --level L (zstd), --trunc-bits N (trunc), --no-checksum\n"
-            "A bound (--rel or --abs) is required by the error-bounded codecs and ignored\n"
-            "by the lossless and fixed-precision ones. Raw files are little-endian arrays.\n"
+            "A bound (--rel or --abs) is required by the error-bounded codecs, ignored by the\n"
+            "lossless ones and refused by the fixed-precision ones (they keep a precision,\n"
+            "not a bound). IN and OUT must be different files. Raw files are little-endian.\n"
             "eval --json prints one object: codec, dtype, count, eb, ratio, comp_gbps,\n"
             "decomp_gbps, max_abs_err, max_err_over_eb, psnr, nrmse (speeds: medians of the\n"
             "repeats, GB = 1e9 bytes of original data; non-finite numbers are null).\n");
@@ -632,6 +633,9 @@ static zmpi_ctx *make_ctx(const opts *o, zmpi_dtype dt, zmpi_codec *codec_out)
             bad = "this codec is error-bounded: give --rel X or --abs X";
         else
             zmpi_ctx_set_bound(ctx, o->mode, o->eb);
+    } else if (kind == ZMPI_KIND_FIXED && o->mode != ZMPI_EB_NONE) {
+        bad = "this codec keeps a fixed precision and cannot hold an error bound: drop --rel / --abs, or "
+              "choose an error-bounded codec (fzl, fzr, linpred-byte, linpred-bit)";
     }
     if (!bad && zmpi_ctx_set_param(ctx, ZMPI_P_THREADS, o->threads) < 0)
         bad = "bad --threads";
@@ -850,6 +854,20 @@ out:
     return status;
 }
 
+/* 1 (with a message) if the input and output name the same file: the
+ * output, written through a temporary renamed over it, would replace the
+ * input (through another name, a link or a symbolic link too). */
+static int same_file(const char *in, const char *out)
+{
+    struct stat a, b;
+    if (!strcmp(in, "-") || !strcmp(out, "-") || stat(in, &a) != 0 || stat(out, &b) != 0)
+        return 0;
+    if (a.st_dev != b.st_dev || a.st_ino != b.st_ino || !S_ISREG(a.st_mode))
+        return 0;
+    fprintf(stderr, "zmpi: '%s' and '%s' are the same file: the output would replace the input\n", in, out);
+    return 1;
+}
+
 static int cmd_compress(int argc, char **argv)
 {
     opts o;
@@ -857,6 +875,8 @@ static int cmd_compress(int argc, char **argv)
     zmpi_codec codec;
     if (parse_opts(argc, argv, 2, &o) || parse_dtype(o.dtype_s, &dt))
         return 2;
+    if (same_file(o.pos[0], o.pos[1]))
+        return 1;
     zmpi_ctx *ctx = make_ctx(&o, dt, &codec);
     if (!ctx)
         return 2;
@@ -892,6 +912,8 @@ static int cmd_decompress(int argc, char **argv)
     opts o;
     if (parse_opts(argc, argv, 2, &o))
         return 2;
+    if (same_file(o.pos[0], o.pos[1]))
+        return 1;
     size_t size;
     void *src = cli_read_file(o.pos[0], &size);
     if (!src)
