@@ -254,5 +254,22 @@ tty_case "decompress to - on a terminal" codec decompress "$work/ref.zmpi" -
 
 no_tmp "$work" "$work/d1" "$work/d2" && [ -z "$(find "$work" -name '*.tmp.*' -print)" ] && ok || bad "temporaries left behind"
 
+# zmpi config reads ZMPI_CONFIG as the preload does: each name's last value,
+# the environment winning, and the settings checked together
+cfg() { env -i PATH="$PATH" "$@" "$zmpi" config >"$work/cfg.out" 2>&1; }
+printf 'ZMPI_EB=1e-2\nZMPI_EB_MODE=abs\n# a tighter bound later\nZMPI_EB=1e-6\n' >"$work/z.conf"
+cfg ZMPI_CONFIG="$work/z.conf" && grep -Eq '^ZMPI_EB +1e-6 +file ' "$work/cfg.out" &&
+  grep -Eq '^ZMPI_EB_MODE +abs +file ' "$work/cfg.out" && ok || bad "config: the file's last value ($(grep '^ZMPI_EB ' "$work/cfg.out"))"
+cfg ZMPI_CONFIG="$work/z.conf" ZMPI_EB=1e-4 && grep -Eq '^ZMPI_EB +1e-4 +environment ' "$work/cfg.out" &&
+  grep -q "wins over the file's 1e-6" "$work/cfg.out" && ok || bad "config: the environment over the file"
+printf 'ZMPI_CODEC=trunc\nZMPI_EB=1e-9\n' >"$work/t.conf"
+cfg ZMPI_CONFIG="$work/t.conf" && bad "config: trunc with a bound in a file: exit 0" ||
+  { grep -q 'keeps a fixed precision' "$work/cfg.out" && ok || bad "config: trunc with a bound: $(tail -1 "$work/cfg.out")"; }
+cfg ZMPI_CODEC=dp2sp ZMPI_EB=1e-9 && bad "config: dp2sp with a bound: exit 0" ||
+  { grep -q 'keeps a fixed precision' "$work/cfg.out" && ok || bad "config: dp2sp with a bound: $(tail -1 "$work/cfg.out")"; }
+printf 'ZMPI_EB=abc\n' >"$work/b.conf"
+cfg ZMPI_CONFIG="$work/b.conf" && bad "config: a bad file: exit 0" ||
+  { grep -q 'b.conf:1: ZMPI_EB=abc' "$work/cfg.out" && ok || bad "config: a bad file: $(head -1 "$work/cfg.out")"; }
+
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
