@@ -39,6 +39,52 @@ def test_not_a_report(tmp_path):
         report.load(str(tmp_path / "missing.json"))
 
 
+def test_incomplete_reports(tmp_path):
+    """A report missing a key, or with a key of the wrong kind, is a ValueError naming
+    it (and `zmpi report` says so in one line), never a traceback; an advice without a
+    ratio (no samples) prints as '-'."""
+    r = json.load(open(DATA))
+    bad = tmp_path / "x.json"
+    for drop in ("ranks", "app_time_s"):
+        t = {k: v for k, v in r.items() if k != drop}
+        bad.write_text(json.dumps(t))
+        with pytest.raises(ValueError, match=drop):
+            report.load(str(bad))
+    for key, value in (("bytes", None), ("time_s", "x"), ("call", 3)):
+        t = json.loads(json.dumps(r))
+        t["sites"][0][key] = value
+        bad.write_text(json.dumps(t))
+        with pytest.raises(ValueError, match=key):
+            report.load(str(bad))
+        p = subprocess.run([sys.executable, "-m", "zmpi.report", str(bad)], capture_output=True, text=True)
+        assert p.returncode != 0 and "Traceback" not in p.stderr and key in p.stderr
+    t = json.loads(json.dumps(r))
+    del t["sites"][0]["location"]
+    bad.write_text(json.dumps(t))
+    p = subprocess.run([sys.executable, "-m", "zmpi.report", str(bad)], capture_output=True, text=True)
+    assert p.returncode != 0 and "Traceback" not in p.stderr and "location" in p.stderr
+    t = json.loads(json.dumps(r))
+    for s in t["sites"]:
+        if s.get("advice"):
+            s["advice"].update(ratio=None, saving_s={}, verdict="no samples")
+    bad.write_text(json.dumps(t))
+    p = subprocess.run([sys.executable, "-m", "zmpi.report", str(bad)], capture_output=True, text=True)
+    assert p.returncode == 0 and "no samples" in p.stdout, p.stderr
+
+
+def test_plot_into_missing_folder(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "new" / "deeper" / "sites.png"
+    p = subprocess.run([sys.executable, "-m", "zmpi.report", DATA, "--plot", str(out)], capture_output=True,
+                       text=True)
+    assert p.returncode == 0 and "Traceback" not in p.stderr and out.read_bytes()[:4] == b"\x89PNG"
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    p = subprocess.run([sys.executable, "-m", "zmpi.report", DATA, "--plot", str(blocked / "x.png")],
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and "Traceback" not in p.stderr and "--plot" in p.stderr
+
+
 def test_module_command(tmp_path):
     ok = subprocess.run([sys.executable, "-m", "zmpi.report", DATA, "--top", "3"], capture_output=True, text=True)
     assert ok.returncode == 0 and "verdict" in ok.stdout

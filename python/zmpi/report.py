@@ -16,15 +16,40 @@ predicted saving per network. Standard library only, but for the plot.
 """
 import argparse
 import json
+import numbers
+import os
 import sys
+
+# What a report must hold to be read: the keys and their kinds, for the
+# report and for each of its call sites (the others are optional).
+REPORT_KEYS = {"command": str, "ranks": numbers.Integral, "app_time_s": numbers.Real, "mpi_time_s": numbers.Real,
+               "sites": list}
+SITE_KEYS = {"id": numbers.Integral, "call": str, "location": str, "count": numbers.Integral,
+             "time_s": numbers.Real, "bytes": numbers.Integral, "bytes_wire": numbers.Integral}
+
+
+def _check(obj, keys, where):
+    for k, kind in keys.items():
+        if k not in obj:
+            raise ValueError(f"{where} has no '{k}'")
+        if not isinstance(obj[k], kind) or isinstance(obj[k], bool):
+            raise ValueError(f"{where}: '{k}' is {type(obj[k]).__name__}, not {kind.__name__}")
 
 
 def load(path):
-    """The report in path (a dict); OSError if unreadable, ValueError if not a zmpi report."""
+    """The report in path (a dict); OSError if unreadable, ValueError if not a
+    zmpi report (naming what is missing or malformed)."""
     with open(path) as f:
         r = json.load(f)
     if not isinstance(r, dict) or r.get("version") != 1 or "sites" not in r:
         raise ValueError("not a zmpi report of version 1 with call sites")
+    _check(r, REPORT_KEYS, "the report")
+    for i, s in enumerate(r["sites"]):
+        if not isinstance(s, dict):
+            raise ValueError(f"site {i + 1} is not an object")
+        _check(s, SITE_KEYS, f"site {s.get('id', i + 1)}")
+        if s.get("advice") is not None and not isinstance(s["advice"], dict):
+            raise ValueError(f"site {s['id']}: 'advice' is not an object")
     return r
 
 
@@ -51,11 +76,14 @@ def print_table(r, top):
     print(head + "".join(f" {n + ' s':>9}" for n in nets) + "  verdict")
     for s in sites:
         a = s.get("advice") or {}
-        saving = a.get("saving_s", {})
+        saving = a.get("saving_s") or {}
+        ratio = a.get("ratio")
         line = (f"{s['id']:>4} {label(s)[:34]:<34} {s['count']:>7} {s['time_s']:>9.3g} {fmt_bytes(s['bytes']):>11} "
-                f"{fmt_bytes(s['bytes_wire']):>11} {a.get('ratio', 0):>6.2f}")
-        line += "".join(f" {saving.get(n, 0):>9.2g}" for n in nets)
-        print(line + "  " + a.get("verdict", "-"))
+                f"{fmt_bytes(s['bytes_wire']):>11} " + (f"{ratio:>6.2f}" if isinstance(ratio, (int, float)) else
+                                                         f"{'-':>6}"))
+        line += "".join(f" {saving[n]:>9.2g}" if isinstance(saving.get(n), (int, float)) else f" {'-':>9}"
+                        for n in nets)
+        print(line + "  " + str(a.get("verdict") or "-"))
 
 
 def plot(r, top, out):
@@ -81,7 +109,7 @@ def plot(r, top, out):
     ax[1].legend(fontsize=8)
     nets = list(r.get("networks", {}))
     for k, n in enumerate(nets):
-        v = [((s.get("advice") or {}).get("saving_s") or {}).get(n, 0) for s in sites][::-1]
+        v = [((s.get("advice") or {}).get("saving_s") or {}).get(n) or 0 for s in sites][::-1]
         ax[2].barh([i + 0.27 * (k - 1) for i in y], v, height=0.27, label=n)
     ax[2].axvline(0, color="black", lw=0.6)
     ax[2].set_xlabel(f"predicted saving per rank, s ({r.get('setting', '')})")
@@ -111,9 +139,12 @@ def main(argv=None):
     print_table(r, a.top)
     if a.plot:
         try:
+            os.makedirs(os.path.dirname(a.plot) or ".", exist_ok=True)
             plot(r, a.top, a.plot)
         except ImportError as e:
             sys.exit(str(e))
+        except (OSError, ValueError) as e:
+            sys.exit(f"zmpi report: --plot {a.plot}: {e}")
 
 
 if __name__ == "__main__":

@@ -224,28 +224,21 @@ int zp_sample_take(const void *buf, int count, MPI_Datatype datatype, MPI_Comm c
 
 /* What zmpi does with a call: the model's collective (ZMPI_COLL_COUNT for
  * point-to-point), and whether one rank (the root) sends the data of a
- * whole operation (per_op 1) or every rank its own share (0). */
+ * whole operation (1) or every rank its own share (0) - from the table
+ * tools/preload/gen_wrappers.py writes for every call the preload routes to
+ * zmpi (a routed call that sends data without a model stops the build). */
 typedef struct {
-    const char *name;
     ZMPI_Coll coll;
     int root_sends;
 } zp_route;
-static const zp_route routes[] = {
-    {"MPI_Send", ZMPI_COLL_COUNT, 0},       {"MPI_Ssend", ZMPI_COLL_COUNT, 0},
-    {"MPI_Isend", ZMPI_COLL_COUNT, 0},      {"MPI_Issend", ZMPI_COLL_COUNT, 0},
-    {"MPI_Sendrecv", ZMPI_COLL_COUNT, 0},   {"MPI_Sendrecv_replace", ZMPI_COLL_COUNT, 0},
-    {"MPI_Bcast", ZMPI_COLL_BCAST, 1},      {"MPI_Scatter", ZMPI_COLL_SCATTER, 1},
-    {"MPI_Gather", ZMPI_COLL_GATHER, 0},    {"MPI_Allgather", ZMPI_COLL_ALLGATHER, 0},
-    {"MPI_Alltoall", ZMPI_COLL_ALLTOALL, 0}, {"MPI_Allreduce", ZMPI_COLL_ALLREDUCE, 0},
-    {"MPI_Reduce", ZMPI_COLL_REDUCE, 0},
-};
 
-static const zp_route *route_of(int call)
+static int route_of(int call, zp_route *rt)
 {
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-        if (!strcmp(routes[i].name, zp_call_names[call]))
-            return &routes[i];
-    return NULL;
+    if (call < 0 || call >= ZP_NCALLS || zp_call_model[call] < 0)
+        return 0;
+    rt->coll = (ZMPI_Coll)zp_call_model[call];
+    rt->root_sends = zp_call_root_sends[call];
+    return 1;
 }
 
 /* Seconds the site's calls would save per rank with compression at a
@@ -282,7 +275,8 @@ static double saving(const zp_gsite *g, const zp_route *rt, int rung, const zp_n
 static void advise_one(zp_gsite *g, int world)
 {
     const zp_measure *m = &g->all;
-    const zp_route *rt = route_of(g->call);
+    zp_route route;
+    const zp_route *rt = route_of(g->call, &route) ? &route : NULL;
     g->advised = m->sends > 0;
     if (!g->advised)
         return;
@@ -294,6 +288,12 @@ static void advise_one(zp_gsite *g, int world)
     }
     if (!m->flt) {
         g->verdict = "not floating point";
+        return;
+    }
+    if (!m->nsamples && !(m->compressed && m->wire < m->bytes)) {
+        /* nothing measured (every sample skipped: ZMPI_SAMPLES=0, the time
+         * budget, messages under 1 KiB) and nothing compressed by the run */
+        g->verdict = "no samples";
         return;
     }
     for (int r = 0; r < ZP_NRUNG; r++) {

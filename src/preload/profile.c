@@ -696,6 +696,62 @@ unsigned long long zp_bytes_v(const int counts[], MPI_Datatype datatype, MPI_Com
     return sum;
 }
 
+/* This rank in an intracommunicator, -1 in an intercommunicator (or on error). */
+static int intra_rank(MPI_Comm comm)
+{
+    int inter = 1, rank = -1;
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||
+        PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
+        return -1;
+    return rank;
+}
+
+unsigned long long zp_bytes_others(MPI_Count count, MPI_Datatype datatype, MPI_Comm comm)
+{
+    int n = group_size(comm) - (intra_rank(comm) >= 0);
+    return zp_bytes(count, datatype) * (unsigned long long)(n > 0 ? n : 0);
+}
+
+unsigned long long zp_bytes_v_others(const int counts[], MPI_Datatype datatype, MPI_Comm comm)
+{
+    int me = intra_rank(comm);
+    return zp_bytes_v(counts, datatype, comm) - (counts && me >= 0 ? zp_bytes(counts[me], datatype) : 0);
+}
+
+/* The first entry of counts[0 .. size of comm) above 0, and its index; 0 if none. */
+static int first_block(const int counts[], MPI_Comm comm, int *at)
+{
+    int n = counts ? group_size(comm) : 0;
+    for (int i = 0; i < n; i++)
+        if (counts[i] > 0) {
+            *at = i;
+            return counts[i];
+        }
+    return 0;
+}
+
+int zp_vcount(const int counts[], MPI_Comm comm)
+{
+    int at = 0;
+    return first_block(counts, comm, &at);
+}
+
+const void *zp_vbuf(const void *buf, const int counts[], const int displs[], MPI_Datatype datatype, MPI_Comm comm)
+{
+    int at = 0;
+    MPI_Aint lb = 0, ext = 0;
+    if (!buf || buf == MPI_IN_PLACE || !displs || !first_block(counts, comm, &at) ||
+        PMPI_Type_get_extent(datatype, &lb, &ext) != MPI_SUCCESS)
+        return NULL;
+    return (const char *)buf + (MPI_Aint)displs[at] * ext;
+}
+
+unsigned long long zp_bytes_at_rank(const int counts[], MPI_Datatype datatype, MPI_Comm comm)
+{
+    int me = intra_rank(comm);
+    return counts && me >= 0 ? zp_bytes(counts[me], datatype) : 0;
+}
+
 int zp_is_root(int root, MPI_Comm comm)
 {
     int inter = 0, rank = -1;

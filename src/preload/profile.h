@@ -70,6 +70,18 @@ unsigned long long zp_bytes_n(MPI_Count count, MPI_Datatype datatype, MPI_Comm c
 /* The sum of zp_bytes(counts[i], datatype) over the size of comm (as
  * zp_bytes_n); 0 if counts is NULL. */
 unsigned long long zp_bytes_v(const int counts[], MPI_Datatype datatype, MPI_Comm comm);
+/* zp_bytes(count, datatype) x the other ranks of an intracommunicator
+ * (its size - 1; an intercommunicator's remote size). */
+unsigned long long zp_bytes_others(MPI_Count count, MPI_Datatype datatype, MPI_Comm comm);
+/* zp_bytes_v without this rank's entry (an intracommunicator's). */
+unsigned long long zp_bytes_v_others(const int counts[], MPI_Datatype datatype, MPI_Comm comm);
+/* zp_bytes(counts[rank], datatype): this rank's entry (0 in an intercommunicator). */
+unsigned long long zp_bytes_at_rank(const int counts[], MPI_Datatype datatype, MPI_Comm comm);
+/* The advisor's sample of a v-collective: its first block with a positive
+ * count - that count, and where the block starts (buf + displs[k] extents;
+ * NULL if none). */
+int zp_vcount(const int counts[], MPI_Comm comm);
+const void *zp_vbuf(const void *buf, const int counts[], const int displs[], MPI_Datatype datatype, MPI_Comm comm);
 /* 1 if this process is the root of a rooted collective on comm: root is
  * MPI_ROOT (intercommunicator), or root is its rank in an intracommunicator. */
 int zp_is_root(int root, MPI_Comm comm);

@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,14 +222,29 @@ static char *command_line(int *exe_len, const char **exe)
     return s;
 }
 
-static int write_one(const char *dir, const zp_run *r, int index, const char *ext, int verbose)
+/* Writes one report file, DIR/EXE.RANKS.PID[-K][.INDEX].zmpi.EXT: never over
+ * an existing file (a report of an earlier run whose rank 0 had the same
+ * process id): K = 2, 3, ... then, starting at *k (the suffix the other file
+ * of this report took; updated). */
+static int write_one(const char *dir, const zp_run *r, int index, const char *ext, int verbose, int *k)
 {
-    char path[4096];
-    char num[24] = "";
+    char path[4096] = "(its files)";
+    char num[24] = "", sfx[16] = "";
+    FILE *f = NULL;
     if (index > 0)
         snprintf(num, sizeof num, ".%d", index);
-    snprintf(path, sizeof path, "%s/%.*s.%d.%ld%s.zmpi.%s", dir, r->exe_len, r->exe, r->nranks, r->pid, num, ext);
-    FILE *f = make_dirs(dir) == 0 ? fopen(path, "w") : NULL;
+    errno = 0;
+    for (int fd = -1; make_dirs(dir) == 0 && *k < 10000; ++*k) {
+        if (*k > 1)
+            snprintf(sfx, sizeof sfx, "-%d", *k);
+        snprintf(path, sizeof path, "%s/%.*s.%d.%ld%s%s.zmpi.%s", dir, r->exe_len, r->exe, r->nranks, r->pid, sfx,
+                 num, ext);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 && !(f = fdopen(fd, "w")))
+            close(fd);
+        if (fd >= 0 || errno != EEXIST)
+            break;
+    }
     if (f) {
         if (!strcmp(ext, "txt"))
             zp_write_text(f, r, verbose);
@@ -347,9 +363,10 @@ int zp_report(int final, int verbose)
     if (rc == MPI_SUCCESS && rank == 0) {
         zp_advise_sites(&run);
         int index = final ? 0 : zp_report_index() + 1;
-        rc = write_one(dir, &run, index, "txt", verbose);
+        int k = 1;
+        rc = write_one(dir, &run, index, "txt", verbose, &k);
         if (rc == MPI_SUCCESS)
-            rc = write_one(dir, &run, index, "json", verbose);
+            rc = write_one(dir, &run, index, "json", verbose, &k);
     }
     free_run(&run);
     if (rc != MPI_SUCCESS && rank == 0)

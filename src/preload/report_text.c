@@ -252,9 +252,14 @@ static void text_advisor(FILE *f, const zp_run *r)
         const zp_gsite *g = &r->sites[i];
         if (!g->advised)
             continue;
-        fprintf(f, "%-17s %4d %10.4g %7u %7.2f %9.3g %8.3g %8.3g %8.3g %s\n", short_name(g->call), g->id,
-                (double)g->all.bytes / (double)g->all.sends, g->all.nsamples, g->ratio, g->max_err_over_eb,
-                g->saving_s[0], g->saving_s[1], g->saving_s[2], g->verdict ? g->verdict : "-");
+        if (!g->ratio) /* no samples, nothing compressed: nothing measured to show */
+            fprintf(f, "%-17s %4d %10.4g %7u %7s %9s %8s %8s %8s %s\n", short_name(g->call), g->id,
+                    (double)g->all.bytes / (double)g->all.sends, g->all.nsamples, "-", "-", "-", "-", "-",
+                    g->verdict ? g->verdict : "-");
+        else
+            fprintf(f, "%-17s %4d %10.4g %7u %7.2f %9.3g %8.3g %8.3g %8.3g %s\n", short_name(g->call), g->id,
+                    (double)g->all.bytes / (double)g->all.sends, g->all.nsamples, g->ratio, g->max_err_over_eb,
+                    g->saving_s[0], g->saving_s[1], g->saving_s[2], g->verdict ? g->verdict : "-");
     }
     heading(f, "zmpi Advisor ladder (ratio; seconds saved per rank)");
     fprintf(f, "Call              Site Setting                 Ratio MaxErr/EB     1GbE    10GbE    100Gb\n");
@@ -289,17 +294,45 @@ void zp_write_text(FILE *f, const zp_run *r, int verbose)
 
 /* ---- JSON ---- */
 
+/* The length of the valid UTF-8 sequence at s (1 to 4), or 0 if the bytes
+ * there are not one (a stray continuation byte, a truncated, overlong or
+ * surrogate sequence, beyond U+10FFFF). */
+static int utf8_len(const unsigned char *s)
+{
+    int n = s[0] < 0x80 ? 1 : s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
+          : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] > 0x9F) || (s[0] == 0xF0 && s[1] < 0x90) ||
+        (s[0] == 0xF4 && s[1] > 0x8F))
+        return 0;
+    return n;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped, and a
+ * byte that is not valid UTF-8 (a program name or argument in another
+ * encoding) replaced by U+FFFD, so that the report always parses. */
 static void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
+    for (const unsigned char *p = (const unsigned char *)s; p && *p;) {
+        int n = utf8_len(p);
+        if (n == 0) {
+            fputs("\\ufffd", f);
+            p++;
+        } else if (n > 1) {
+            fwrite(p, 1, (size_t)n, f);
+            p += n;
+        } else {
+            if (*p == '"' || *p == '\\')
+                fprintf(f, "\\%c", *p);
+            else if (*p < 0x20 || *p == 0x7f)
+                fprintf(f, "\\u%04x", *p);
+            else
+                fputc(*p, f);
+            p++;
+        }
     }
     fputc('"', f);
 }
@@ -332,7 +365,10 @@ static void json_advice(FILE *f, const zp_gsite *g)
         return;
     }
     fprintf(f, "{\"ratio\": ");
-    json_number(f, g->ratio);
+    if (g->ratio)
+        json_number(f, g->ratio);
+    else
+        fprintf(f, "null"); /* no samples, nothing compressed */
     fprintf(f, ", \"saving_s\": ");
     json_savings(f, g->saving_s);
     fprintf(f, ", \"verdict\": ");

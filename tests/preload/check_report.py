@@ -78,7 +78,7 @@ def main():
 
 SITE_KEYS = {"id", "call", "location", "function", "count", "time_s", "bytes", "bytes_wire", "compressed_calls",
              "fallbacks", "max_err_over_eb", "advice"}
-VERDICTS = {"compress", "not worth it", "too small", "not floating point", "pass-through"}
+VERDICTS = {"compress", "not worth it", "too small", "not floating point", "pass-through", "no samples"}
 HEADINGS = ["@ mpiP", "@ Command :", "@ Version", "@ Collector Rank", "@ MPI Task Assignment",
             "@--- MPI Time (seconds) ", "@--- Callsites: ", "@--- Aggregate Time (top twenty, descending, milliseconds) ",
             "@--- Aggregate Sent Message Size (top twenty, descending, bytes) ",

@@ -15,6 +15,11 @@
 #   bad     zmpirun --eb abc: exit status 2, a message naming ZMPI_EB, and
 #           the program never started
 #   usage   zmpirun without -n: exit status 2 and a message
+#   space   a program, a report directory and a settings file whose paths
+#           hold spaces: the run works, the report is written there
+#   glob    a setting value with a glob character ('1e-?') next to a file
+#           the glob would match: passed as written (and refused as a bound)
+#   dash    --eb -n 2 PROG: exit status 2 ("--eb needs a value"), nothing run
 set -eu
 mode=$1 zmpirun=$2 prog=$3 python=$4 check=$5 policy=${6:-}
 . "$(dirname "$0")/common.sh" # no ZMPI_ variable of the caller; $dir
@@ -43,6 +48,26 @@ case $mode in
         [ "$st" = 2 ] || { echo "run_zmpirun.sh: exit status $st, expected 2"; exit 1; }
         grep -q 'ZMPI_EB' "$dir/out" || { echo "run_zmpirun.sh: no message naming ZMPI_EB"; exit 1; }
         if grep -q 'preload_prog:' "$dir/out"; then echo "run_zmpirun.sh: the program ran"; exit 1; fi ;;
+    space)
+        mkdir "$dir/a b"
+        cp "$prog" "$dir/a b/preload_prog"
+        printf 'ZMPI_EB=1e-3\nZMPI_EB_MODE=abs\n' >"$dir/a b/z conf"
+        (cd "$dir/a b" && "$zmpirun" --config "z conf" --report "$dir/a b/the report" -n 2 "$dir/a b/preload_prog" 1e-3 \
+            --expect-preload)
+        "$python" "$check" "$dir/a b/the report" 2 compressed ;;
+    glob)
+        touch "$dir/ZMPI_EB=1e-9"
+        st=0
+        (cd "$dir" && "$zmpirun" --dry-run --eb '1e-?' -n 2 "$prog" 0) >"$dir/out" 2>&1 || st=$?
+        cat "$dir/out"
+        [ "$st" = 2 ] && grep -q 'ZMPI_EB  *1e-?' "$dir/out" && ! grep -q '1e-9' "$dir/out" ||
+            { echo "run_zmpirun.sh: a setting's value was glob-expanded (status $st)"; exit 1; } ;;
+    dash)
+        st=0
+        "$zmpirun" --eb -n 2 "$prog" 0 >"$dir/out" 2>&1 || st=$?
+        cat "$dir/out"
+        [ "$st" = 2 ] && grep -q -- "--eb needs a value" "$dir/out" && ! grep -q 'preload_prog:' "$dir/out" ||
+            { echo "run_zmpirun.sh: --eb took -n as its value (status $st)"; exit 1; } ;;
     usage)
         st=0
         "$zmpirun" "$prog" >"$dir/out" 2>&1 || st=$?

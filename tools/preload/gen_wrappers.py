@@ -14,7 +14,8 @@ function neither hand-written nor skipped,
         zp_frame zp_f;
         zp_begin(&zp_f, ZP_MPI_Name, __builtin_return_address(0), COMM);
         RET zp_rc = PMPI_Name(ARGS);
-        zp_end(&zp_f, RC, BYTES, DATA);
+        unsigned long long zp_nb = BYTES;
+        zp_end(&zp_f, RC, zp_nb, DATA);
         return zp_rc;
     }
 
@@ -46,7 +47,49 @@ import re
 import sys
 
 LINE = re.compile(r"^(?P<ret>[A-Za-z_][A-Za-z_0-9 ]*?[A-Za-z_0-9*])\s*\b(?P<name>MPI_\w+)\((?P<params>.*)\)$")
-BYTES = re.compile(r"^(?P<count>\w+)(?P<form>\*n|\[\])?,(?P<type>\w+)(?P<opts>(,root|,inplace=\w+)*)$")
+COUNT = re.compile(r"^(?P<count>\w+)(?P<form>\*n|\*others|\[\]|\[others\]|\[rank\])?$")
+
+# The model collective of the advisor for every call the preload routes to
+# zmpi that sends data (ZMPI_COLL_COUNT: point-to-point), and whether its
+# root sends the data of the whole operation: by the call's name without
+# MPI_ and _c. A routed call with a bytes= mark missing here stops the build.
+ADVISOR = {name: ("ZMPI_COLL_COUNT", 0) for name in (
+    "Send", "Ssend", "Isend", "Issend", "Sendrecv", "Sendrecv_replace", "Isendrecv", "Isendrecv_replace")}
+ADVISOR.update({"Bcast": ("ZMPI_COLL_BCAST", 1), "Scatter": ("ZMPI_COLL_SCATTER", 1),
+                "Scatterv": ("ZMPI_COLL_SCATTER", 1), "Gather": ("ZMPI_COLL_GATHER", 0),
+                "Gatherv": ("ZMPI_COLL_GATHER", 0), "Allgather": ("ZMPI_COLL_ALLGATHER", 0),
+                "Allgatherv": ("ZMPI_COLL_ALLGATHER", 0), "Alltoall": ("ZMPI_COLL_ALLTOALL", 0),
+                "Alltoallv": ("ZMPI_COLL_ALLTOALL", 0), "Reduce_scatter": ("ZMPI_COLL_REDUCE_SCATTER", 0),
+                "Reduce_scatter_block": ("ZMPI_COLL_REDUCE_SCATTER", 0), "Allreduce": ("ZMPI_COLL_ALLREDUCE", 0),
+                "Reduce": ("ZMPI_COLL_REDUCE", 0)})
+
+
+def parse_bytes(spec):
+    """bytes=COUNT,TYPE[,root][,nonroot][,inplace=BUF[:COUNT:TYPE]] as a dict."""
+    parts = spec.split(",")
+    if len(parts) < 2:
+        raise ListError(f"malformed mark 'bytes={spec}'")
+    c = COUNT.match(parts[0])
+    if not c or not re.match(r"^\w+$", parts[1]):
+        raise ListError(f"malformed mark 'bytes={spec}'")
+    b = {"count": c.group("count"), "form": c.group("form") or "", "type": parts[1], "root": False,
+         "nonroot": False, "inplace": None, "alt": None}
+    for opt in parts[2:]:
+        if opt in ("root", "nonroot"):
+            b[opt] = True
+        elif opt.startswith("inplace="):
+            m = re.match(r"^inplace=(\w+)(?::(\w+(?:\*n|\*others|\[\]|\[others\]|\[rank\])?):(\w+))?$", opt)
+            if not m:
+                raise ListError(f"malformed mark 'bytes={spec}'")
+            b["inplace"] = m.group(1)
+            if m.group(2):
+                a = COUNT.match(m.group(2))
+                b["alt"] = {"count": a.group("count"), "form": a.group("form") or "", "type": m.group(3)}
+        else:
+            raise ListError(f"malformed mark 'bytes={spec}'")
+    if b["root"] and b["nonroot"]:
+        raise ListError(f"bytes={spec}: root and nonroot")
+    return b
 
 
 class ListError(Exception):
@@ -110,14 +153,12 @@ def parse(path):
                         if not re.match(r"^\w+$", fn["excl"]):
                             raise ListError(f"malformed mark '{mark}'")
                     elif mark.startswith("data="):
-                        fn["data"] = mark[5:]
-                        if not re.match(r"^\w+$", fn["data"]):
+                        fn["data"] = [d.split(":") for d in mark[5:].split("|")]
+                        if len(fn["data"]) > 2 or not all(1 <= len(d) <= 3 and all(re.match(r"^\w+$", x) for x in d)
+                                                          for d in fn["data"]):
                             raise ListError(f"malformed mark '{mark}'")
                     elif mark.startswith("bytes="):
-                        b = BYTES.match(mark[6:])
-                        if not b:
-                            raise ListError(f"malformed mark '{mark}'")
-                        fn["bytes"] = b
+                        fn["bytes"] = parse_bytes(mark[6:])
                     else:
                         raise ListError(f"unknown mark '{mark}'")
                 if fn["hand"] + fn["skip"] + fn["zmpi"] + fn["narrow"] > 1:
@@ -136,8 +177,14 @@ def parse(path):
                     check_narrow(fn)
                 if fn["bytes"]:
                     check_bytes(fn)
-                if fn["data"] and (not fn["bytes"] or (fn["args"] is not None and fn["data"] not in fn["args"])):
-                    raise ListError(f"data={fn['data']} needs a bytes= mark and names a parameter")
+                if fn["data"] and (not fn["bytes"] or (fn["args"] is not None and
+                                                       any(x not in fn["args"] for d in fn["data"] for x in d))):
+                    raise ListError("data= needs a bytes= mark and names parameters")
+                if fn["data"] and len(fn["data"]) == 2 and not fn["bytes"]["alt"]:
+                    raise ListError("data=BUF|ALT needs bytes=...,inplace=BUF:COUNT:TYPE")
+                for d, b in zip(fn["data"] or [], [fn["bytes"], fn["bytes"] and fn["bytes"]["alt"]]):
+                    if b and len(d) == 1 and b["form"].startswith("["):
+                        raise ListError("data=BUF for an array count needs BUF:COUNTS[:DISPLS]")
                 funcs.append(fn)
             except ListError as e:
                 sys.exit(f"{path}:{lineno}: {e}")
@@ -177,31 +224,86 @@ def check_bytes(fn):
         raise ListError("bytes= on a function that does not return int")
     if fn["args"] is None:
         return
-    for n in (b.group("count"), b.group("type")) + tuple(re.findall(r"inplace=(\w+)", b.group("opts"))):
+    names = [b["count"], b["type"]] + ([b["inplace"]] if b["inplace"] else [])
+    if b["alt"]:
+        names += [b["alt"]["count"], b["alt"]["type"]]
+    for n in names:
         if n not in fn["args"]:
             raise ListError(f"bytes= names '{n}', not a parameter of {fn['name']}")
-    if b.group("form") or ",root" in b.group("opts"):
+    if b["form"] or b["root"] or b["nonroot"] or (b["alt"] and b["alt"]["form"]):
         comm_param(fn)
-        if ",root" in b.group("opts") and "root" not in fn["args"]:
+        if (b["root"] or b["nonroot"]) and "root" not in fn["args"]:
             raise ListError(f"bytes=...,root: {fn['name']} has no parameter root")
+
+
+def count_expr(count, form, typ, comm):
+    """COUNT x the size of TYPE, in the form's way (mpi_functions.txt's header)."""
+    return {"": f"zp_bytes({count}, {typ})", "*n": f"zp_bytes_n({count}, {typ}, {comm})",
+            "*others": f"zp_bytes_others({count}, {typ}, {comm})", "[]": f"zp_bytes_v({count}, {typ}, {comm})",
+            "[others]": f"zp_bytes_v_others({count}, {typ}, {comm})",
+            "[rank]": f"zp_bytes_at_rank({count}, {typ}, {comm})"}[form]
 
 
 def bytes_expr(fn):
     b = fn["bytes"]
     if not b:
         return "0"
-    count, typ, form = b.group("count"), b.group("type"), b.group("form")
-    if form == "*n":
-        e = f"zp_bytes_n({count}, {typ}, {comm_param(fn)})"
-    elif form == "[]":
-        e = f"zp_bytes_v({count}, {typ}, {comm_param(fn)})"
-    else:
-        e = f"zp_bytes({count}, {typ})"
-    if ",root" in b.group("opts"):
-        e = f"(zp_is_root(root, {comm_param(fn)}) ? {e} : 0)"
-    for buf in re.findall(r"inplace=(\w+)", b.group("opts")):
-        e = f"({buf} == MPI_IN_PLACE ? 0 : {e})"
+    comm = comm_param(fn) if (b["form"] or b["root"] or b["nonroot"] or
+                              (b["alt"] and b["alt"]["form"])) else "MPI_COMM_NULL"
+    e = count_expr(b["count"], b["form"], b["type"], comm)
+    if b["root"]:
+        e = f"(zp_is_root(root, {comm}) ? {e} : 0)"
+    if b["nonroot"]:
+        e = f"(zp_is_root(root, {comm}) ? 0 : {e})"
+    if b["inplace"]:
+        alt = count_expr(b["alt"]["count"], b["alt"]["form"], b["alt"]["type"], comm) if b["alt"] else "0"
+        e = f"({b['inplace']} == MPI_IN_PLACE ? {alt} : {e})"
     return f"(zp_rc == MPI_SUCCESS ? {e} : 0)"
+
+
+def data_expr(fn):
+    """BUF, COUNT, TYPE of the data the advisor samples (COUNT elements per
+    destination; for BUF:COUNTS[:DISPLS] the first block with a positive
+    count), evaluated only when the call counted bytes (zp_nb: an array
+    count may be insignificant on this rank)."""
+    if not fn["data"]:
+        return "NULL, 0, MPI_DATATYPE_NULL"
+    b = fn["bytes"]
+    comm = comm_param(fn)
+    clamp = (lambda c: f"zp_clamp({c})") if fn["narrow"] else (lambda c: c)
+
+    def one(d, spec):
+        if len(d) == 1:
+            return d[0], clamp(spec["count"]), spec["type"]
+        counts = d[1]
+        buf = f"zp_vbuf({d[0]}, {counts}, {d[2]}, {spec['type']}, {comm})" if len(d) == 3 else d[0]
+        return buf, f"zp_vcount({counts}, {comm})", spec["type"]
+    main = one(fn["data"][0], b)
+    if len(fn["data"]) == 1:
+        parts = main
+    else:
+        alt = one(fn["data"][1], b["alt"])
+        cond = f"{b['inplace']} == MPI_IN_PLACE"
+        parts = tuple(f"({cond} ? {a} : {m})" for m, a in zip(main, alt))
+    return f"zp_nb ? {parts[0]} : NULL, zp_nb ? {parts[1]} : 0, {parts[2]}"
+
+
+def routed(fn):
+    """1 if the wrapper goes through zmpi (marked zmpi or narrow, or
+    hand-written with a bytes= mark: MPI_Sendrecv_replace(_c))."""
+    return fn["zmpi"] or fn["narrow"] or (fn["hand"] and fn["bytes"] is not None)
+
+
+def advisor_row(fn):
+    """(model collective, root sends) for the advisor; None for a call zmpi
+    does not route or that sends nothing."""
+    if not routed(fn) or not fn["bytes"]:
+        return None
+    base = fn["name"][4:-2] if fn["name"].endswith("_c") else fn["name"][4:]
+    if base not in ADVISOR:
+        raise ListError(f"{fn['name']} is routed to zmpi and sends data, but the advisor has no model for "
+                        f"{base} (ADVISOR in {__file__})")
+    return ADVISOR[base]
 
 
 def narrow_call(fn, args, comm):
@@ -234,7 +336,13 @@ def write_h(funcs, path):
            "#ifndef ZMPI_PRELOAD_GEN_H", "#define ZMPI_PRELOAD_GEN_H", "",
            "/* The profiled MPI functions: every listed function not marked skip. */", "enum zp_call {"]
     out += [f"    ZP_{fn['name']}," for fn in funcs if not fn["skip"]]
-    out += ["    ZP_NCALLS", "};", "", "extern const char *const zp_call_names[ZP_NCALLS];", "",
+    out += ["    ZP_NCALLS", "};", "", "extern const char *const zp_call_names[ZP_NCALLS];",
+            "/* The advisor's model of each call: the ZMPI_Coll whose model predicts it",
+            " * (ZMPI_COLL_COUNT: point-to-point) for a call routed to zmpi that sends",
+            " * data, -1 for the others (passed through); and whether its root sends the",
+            " * data of the whole operation. */",
+            "extern const signed char zp_call_model[ZP_NCALLS];",
+            "extern const unsigned char zp_call_root_sends[ZP_NCALLS];", "",
             "#endif /* ZMPI_PRELOAD_GEN_H */", ""]
     with open(path, "w") as f:
         f.write("\n".join(out))
@@ -255,6 +363,11 @@ def write_c(funcs, path, header):
            "",
            "const char *const zp_call_names[ZP_NCALLS] = {"]
     out += [f'    "{fn["name"]}",' for fn in funcs if not fn["skip"]]
+    out += ["};", "", "const signed char zp_call_model[ZP_NCALLS] = {"]
+    rows = [(fn, advisor_row(fn)) for fn in funcs if not fn["skip"]]
+    out += [f"    {row[0] if row else -1}, /* {fn['name']} */" for fn, row in rows]
+    out += ["};", "", "const unsigned char zp_call_root_sends[ZP_NCALLS] = {"]
+    out += [f"    {row[1] if row else 0}, /* {fn['name']} */" for fn, row in rows]
     out += ["};", ""]
     for fn in funcs:
         if fn["skip"] or fn["hand"]:
@@ -274,16 +387,14 @@ def write_c(funcs, path, header):
             call = [f"    {fn['ret']} zp_rc = zp_f.route ? ZMPI_{fn['name'][4:]}({args}) : PMPI_{fn['name'][4:]}({args});"]
         elif fn["narrow"]:
             call = narrow_call(fn, args, comm)
-        data = "NULL, 0, MPI_DATATYPE_NULL"
-        if fn["data"]:
-            cnt = fn["bytes"].group("count")
-            data = f"{fn['data']}, {'zp_clamp(' + cnt + ')' if fn['narrow'] else cnt}, {fn['bytes'].group('type')}"
+        data = data_expr(fn)
         rc = "zp_rc" if fn["ret"] == "int" else "MPI_SUCCESS"
         body = [f"ZP_EXPORT {fn['ret']} {fn['name']}({fn['params']})",
                 "{",
                 "    zp_frame zp_f;",
                 f"    zp_begin(&zp_f, ZP_{fn['name']}, __builtin_return_address(0), {comm});"] + call + [
-                f"    zp_end(&zp_f, {rc}, {bytes_expr(fn)}, {data});",
+                f"    unsigned long long zp_nb = {bytes_expr(fn)};",
+                f"    zp_end(&zp_f, {rc}, zp_nb, {data});",
                 "    return zp_rc;",
                 "}"]
         if fn["only"]:
@@ -300,6 +411,7 @@ def main():
     try:
         for fn in funcs:
             bytes_expr(fn)
+            advisor_row(fn)
     except ListError as e:
         sys.exit(f"{sys.argv[1]}: {e}")
     write_h(funcs, sys.argv[3])
