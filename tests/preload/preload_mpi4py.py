@@ -10,7 +10,8 @@ if any rank failed.
 
 Buffer (upper-case) calls on numpy float64 and float32 arrays of N elements
 (128 KiB and up, smooth data): Send/Recv, Isend/Irecv + Waitall, Isend +
-Wait, Sendrecv, Bcast, Allreduce (SUM), Reduce (SUM), Gather, Scatter,
+Wait, Irecv polled with Request.Get_status, Recv_init + Send_init started
+twice (the send buffer changed in between), Sendrecv, Bcast, Allreduce (SUM), Reduce (SUM), Gather, Scatter,
 Allgather, Alltoall, and Probe + Status.Get_count sizing a Recv. An int32
 array (Send/Recv, Allreduce) must arrive exactly whatever TOL. Pickled
 (lower-case) calls of Python objects - send/recv, bcast, allreduce - must
@@ -82,6 +83,32 @@ def buffers(comm, ck, dtype):
     sr.Wait()
     rr.Wait()
     ck.floats("Isend/Irecv/Wait", buf, value(right, dtype))
+
+    # an Irecv polled with Request.Get_status (MPI_Request_get_status) to its end
+    buf = np.empty(N, dtype)
+    rr = comm.Irecv(buf, source=left, tag=6)
+    sr = comm.Isend(mine, dest=right, tag=6)
+    polls = 0
+    while not rr.Get_status() and polls < 50_000_000:
+        polls += 1
+    if polls >= 50_000_000:
+        ck.errors.append(f"Request.Get_status ({np.dtype(dtype)}): never true")
+    else:
+        ck.floats("Irecv/Get_status", buf, value(left, dtype))
+    rr.Wait()
+    sr.Wait()
+
+    # persistent requests: Recv_init / Send_init, started twice
+    buf = np.empty(N, dtype)
+    snd = mine.copy()
+    reqs = [comm.Recv_init(buf, source=left, tag=7), comm.Send_init(snd, dest=right, tag=7)]
+    for k in range(2):
+        snd[:] = value(rank + k, dtype)
+        MPI.Prequest.Startall(reqs)
+        MPI.Request.Waitall(reqs)
+        ck.floats(f"Recv_init/Send_init start {k}", buf, value(left + k, dtype))
+    for q in reqs:
+        q.Free()
 
     # Sendrecv around the ring
     buf = np.empty(N, dtype)
