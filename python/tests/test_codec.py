@@ -198,3 +198,20 @@ def test_numcodecs_keeps_memory_order():
         assert np.array_equal(out, a)
         flat = codec.decode(codec.encode(src))  # without out: the chunk's memory, as numcodecs' codecs give it
         assert flat.tobytes() == src.tobytes(order="A")
+
+
+def test_big_endian_by_value():
+    """An array of the other byte order is compressed by value (zmpi.compress, evaluate), never its bytes
+    reinterpreted; the numcodecs codec refuses it (Zarr would read the decoded bytes in that order)."""
+    a = field(np.float64, (50, 40))
+    be = a.astype(">f8")
+    back = zmpi.decompress(zmpi.compress(be, abs=1e-4))
+    assert back.dtype == np.float64 and back.dtype.isnative
+    within(a, back, 1e-4)
+    assert zmpi.decompress(zmpi.compress(a.astype(">f4"), codec="zstd")).tobytes() == a.astype(np.float32).tobytes()
+    assert zmpi.evaluate(be, abs=1e-4, repeat=1)["max_err_over_bound"] <= 1.0
+    with pytest.raises(ValueError):  # decompressing into an array of the other byte order: refused
+        zmpi.decompress(zmpi.compress(a, abs=1e-4), out=np.empty(a.shape, ">f8"))
+    pytest.importorskip("numcodecs")
+    with pytest.raises(TypeError, match="byte order"):
+        zmpi.numcodecs.Zmpi(codec="zstd").encode(be)

@@ -85,7 +85,10 @@ class _Ctx:
 def _as_array(arr):
     a = np.asarray(arr)
     if a.dtype not in _DTYPES:
-        raise TypeError(f"zmpi compresses float32 and float64 arrays, not {a.dtype}")
+        if a.dtype.kind == "f" and a.dtype.newbyteorder("=") in _DTYPES:  # another byte order: by value
+            a = a.astype(a.dtype.newbyteorder("="))
+        else:
+            raise TypeError(f"zmpi compresses float32 and float64 arrays, not {a.dtype}")
     if not a.flags.c_contiguous:
         warnings.warn("zmpi: the array is not C-contiguous: compressing a C-ordered copy", stacklevel=3)
         a = np.ascontiguousarray(a)
@@ -95,7 +98,9 @@ def _as_array(arr):
 
 
 def compress(arr, codec="fzl", abs=None, rel=None, threads=1):
-    """Compresses a float32/float64 array of any shape; returns bytes.
+    """Compresses a float32/float64 array of any shape; returns bytes. An array
+    of the other byte order (">f8" here) is compressed by value: it comes
+    back in the machine's byte order.
 
     codec: a name of zmpi.codecs() ("fzl", "zstd", "xorlzc", "trunc", ...).
     abs / rel: the error bound of an error-bounded codec: every element of

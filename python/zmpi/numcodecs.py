@@ -31,6 +31,9 @@ class Zmpi(Codec):
         is compressed as the C-ordered array of the reversed shape that its memory is, so its bytes come
         back in its order."""
         arr = np.asarray(buf) if isinstance(buf, np.ndarray) else ensure_contiguous_ndarray(buf)
+        if arr.dtype.kind == "f" and not arr.dtype.isnative:
+            raise TypeError(f"zmpi: a chunk of {arr.dtype.str} (not the machine's byte order): its decoded bytes "
+                            "would be read in that order; store the array in the machine's byte order")
         if not arr.flags.c_contiguous:
             arr = arr.T if arr.flags.f_contiguous else np.ascontiguousarray(arr)
         return compress(arr, codec=self.codec, abs=self.abs, rel=self.rel, threads=self.threads)
