@@ -1,6 +1,8 @@
 """zmpi.Comm under MPI (run as `mpiexec -n N python -m pytest python/tests/test_comm.py`):
 every call against plain mpi4py's result within the bound, in place, zero-size,
 requests, errors as exceptions. Every rank runs every test in the same order."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -640,3 +642,92 @@ def test_raw_bytes_that_read_as_a_stream_arrive_as_bytes(zc):
         zc.Recv([got, MPI.FLOAT], 0, 80, status=st)
         assert got[:len(z)].tobytes() == z and st.Get_count(MPI.FLOAT) == len(z) // 4
     W.Barrier()
+
+
+# ---- settings: a field left None is the environment's (issue 32, item 12) ----
+ENV = {"ZMPI_EB": "0.5", "ZMPI_EB_MODE": "abs", "ZMPI_EB_SCOPE": "message", "ZMPI_CODEC": "fzr",
+       "ZMPI_MIN_BYTES": "12345", "ZMPI_CHUNK": "4096", "ZMPI_NET_BW": "1Gbit", "ZMPI_NET_LAT": "50us",
+       "ZMPI_CODEC_SPEED": "1G,2G", "ZMPI_RATIO": "3", "ZMPI_SCRATCH": "1M", "ZMPI_CHANNEL_MEM": "2M",
+       "ZMPI_TRUNC_BITS": "10"}
+
+
+@pytest.fixture
+def env(monkeypatch):
+    for k in ENV:
+        monkeypatch.delenv(k, raising=False)
+    return monkeypatch
+
+
+def test_unset_fields_take_the_environment(env):
+    for k, v in ENV.items():
+        env.setenv(k, v)
+    want = zmpi.Config.from_env()
+    assert want.eb == 0.5 and want.eb_mode == "abs" and want.min_bytes == 12345 and want.trunc_bits == 10
+    c = zmpi.Comm(W)
+    assert c.config() == want
+    c.Free()
+    c = zmpi.Comm(W, config=zmpi.Config(threads=1))
+    assert c.config() == want
+    c.Free()
+    c = zmpi.Comm(W, eb=1e-3)  # the environment's mode (abs), everything else the environment's
+    assert c.config() == dataclasses.replace(want, eb=1e-3)
+    c.Free()
+
+
+def test_bound_without_mode_takes_the_environment_mode(env):
+    """Comm(comm, eb=1e-3) under ZMPI_EB_MODE=abs (no ZMPI_EB) is an absolute bound: every element within
+    1e-3 (before: relative, errors of 0.02 on this data)."""
+    env.setenv("ZMPI_EB_MODE", "abs")
+    c = zmpi.Comm(W, eb=1e-3, min_bytes=0)
+    assert c.config().eb_mode == "abs" and c.config().eb == 1e-3
+    x = data(50000, np.float32, 9) * 10 if R == 0 else f4(50000)
+    c.Bcast(x)
+    within(x, data(50000, np.float32, 9) * 10, 1e-3)
+    c.Free()
+    c = zmpi.Comm(W, config=zmpi.Config(eb=1e-3))
+    assert c.config().eb_mode == "abs"
+    c.Free()
+    env.delenv("ZMPI_EB_MODE")
+    c = zmpi.Comm(W, eb=1e-3)
+    assert c.config().eb_mode == "rel"  # the built-in default
+    c.Free()
+
+
+def test_config_with_a_bound_alone_compresses(env):
+    """Config(eb=1e-3) without ZMPI_EB: a relative bound of 1e-3 (before: no bound, nothing compressed)."""
+    c = zmpi.Comm(W, config=zmpi.Config(eb=1e-3, min_bytes=0))
+    got = c.config()
+    assert got.eb_mode == "rel" and got.eb == 1e-3
+    ref = data(100000, np.float32, 2)
+    x = ref.copy() if R == 0 else f4(100000)
+    before = c.stats()["compressed"]
+    c.Bcast(x)
+    within(x, ref, 1e-3 * float(ref.max() - ref.min()))
+    if N > 1:
+        assert c.stats()["compressed"] == before + 1
+    c.Free()
+
+
+def test_settings_that_cannot_compress_say_so(env):
+    with pytest.raises(ValueError, match="no error bound"):  # an error-bounded codec asked for, no bound
+        zmpi.Comm(W, codec="fzl")
+    with pytest.raises(ValueError, match="no error bound"):
+        zmpi.Comm(W, config=zmpi.Config(codec="auto", min_bytes=0))
+    with pytest.raises(ValueError, match="without a bound"):
+        zmpi.Comm(W, config=zmpi.Config(eb_mode="abs"))
+    with pytest.raises(ValueError, match="without a bound"):
+        zmpi.Comm(W, mode="rel")
+    with pytest.raises(ValueError, match="takes no bound"):
+        zmpi.Comm(W, config=zmpi.Config(eb_mode="none", eb=1e-3))
+    with pytest.warns(RuntimeWarning, match="plain MPI"):  # nothing asked: the default, plain MPI, said
+        c = zmpi.Comm(W)
+    c.Free()
+    c = zmpi.Comm(W, codec="zstd")  # lossless: compresses without a bound
+    assert zmpi.Config.from_env().eb_mode == "none" and c.config().codec == "zstd"
+    c.Free()
+    c = zmpi.Comm(W, config=zmpi.Config.from_env(), eb=1e-3)  # a bound on top of a config without one
+    assert c.config().eb_mode == "rel"
+    c.Free()
+    env.setenv("ZMPI_EB", "abc")
+    with pytest.raises(ValueError, match="ZMPI_EB"):  # a malformed variable is named, never a silent default
+        zmpi.Comm(W, eb=1e-3)

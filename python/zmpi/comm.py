@@ -525,32 +525,35 @@ class Comm:
 
     Comm(comm, eb=None, mode=None, scope=None, codec=None, min_bytes=None, threads=None, config=None)
     is collective over comm: it duplicates it (zmpi's settings belong to the duplicate, comm is left
-    alone) and the settings must agree on every rank. The settings are config's (a zmpi.Config),
-    else the ZMPI_* environment's, with the keyword arguments on top: eb with mode "abs" or "rel"
-    (default "rel"); eb=None and no ZMPI_EB: lossless codecs only (codec="zstd" or "xorlzc").
+    alone) and the settings must agree on every rank. The settings are config's (a zmpi.Config), with
+    the keyword arguments on top; whatever both leave None is the ZMPI_* environment's (or the built-in
+    default). eb without mode: ZMPI_EB_MODE's mode, else "rel". No bound anywhere (eb=None, no ZMPI_EB):
+    only the lossless codecs compress (codec="zstd" or "xorlzc"); an error-bounded codec then compresses
+    nothing, which raises ValueError if it was asked for by name and warns (RuntimeWarning) otherwise.
     """
 
     def __init__(self, comm, eb=None, mode=None, scope=None, codec=None, min_bytes=None, threads=None,
                  config=None):
         if not isinstance(comm, MPI.Intracomm):
             raise TypeError("zmpi.Comm needs an mpi4py intracommunicator")
-        cfg = dataclasses.replace(config) if config is not None else _config.Config()
-        if not isinstance(cfg, _config.Config):
+        if config is not None and not isinstance(config, _config.Config):
             raise TypeError("config must be a zmpi.Config")
+        cfg = dataclasses.replace(config) if config is not None else _config.Config()
         if eb is not None:
             if isinstance(eb, bool) or not isinstance(eb, (int, float, np.floating)) or not np.isfinite(eb) or eb <= 0:
-                raise ValueError(f"eb={eb!r}: a finite bound > 0 (or None: lossless)")
-            cfg.eb, cfg.eb_mode = float(eb), mode or cfg.eb_mode or "rel"
-            if cfg.eb_mode == "none":
-                cfg.eb_mode = "rel"
-        elif mode is not None:
+                raise ValueError(f"eb={eb!r}: a finite bound > 0 (or None: the environment's, else lossless)")
+            cfg.eb = float(eb)
+            if mode is None and cfg.eb_mode == "none":  # a config without a bound (Config.from_env()): the
+                cfg.eb_mode = None                       # mode comes from ZMPI_EB_MODE, as for eb_mode=None
+        if mode is not None:
+            if mode not in ("abs", "rel", "none"):
+                raise ValueError(f"mode={mode!r}: 'abs' or 'rel' (or 'none': no bound)")
             cfg.eb_mode = mode
-        if cfg.eb_mode is not None and cfg.eb_mode not in ("none", "abs", "rel"):
-            raise ValueError(f"mode={cfg.eb_mode!r}: 'abs' or 'rel'")
         for name, v in (("scope", scope), ("codec", codec), ("min_bytes", min_bytes), ("threads", threads)):
             if v is not None:
                 setattr(cfg, name, v)
         c = cfg.to_c(ffi.new("ZMPI_Config *"))
+        _config.say_if_plain(cfg, c)
         self.comm = comm.Dup()
         self.comm.Set_errhandler(MPI.ERRORS_RETURN)
         self._c = _h(self.comm)
