@@ -731,3 +731,82 @@ def test_settings_that_cannot_compress_say_so(env):
     env.setenv("ZMPI_EB", "abc")
     with pytest.raises(ValueError, match="ZMPI_EB"):  # a malformed variable is named, never a silent default
         zmpi.Comm(W, eb=1e-3)
+
+
+# ---- v-calls with reversed and gapped displacements, MAX and MIN (issue 32, item 25) ----
+def test_v_collectives_reversed_and_gapped(zc, dtype):
+    """Blocks in reverse rank order with gaps between them: every element within the bound, the gaps
+    untouched."""
+    counts = np.array([900 + 31 * r for r in range(N)])
+    gap = 17
+    displs = np.zeros(N, np.int64)
+    pos = gap
+    for r in reversed(range(N)):  # rank N-1's block first
+        displs[r] = pos
+        pos += counts[r] + gap
+    size = int(pos)
+    full = data(size, dtype, 6)
+    fill = dtype(-7)
+    mine = np.zeros(counts[R], dtype)
+    zc.Scatterv([full, counts, displs] if R == 0 else None, mine, root=0)
+    within(mine, full[displs[R]:displs[R] + counts[R]], EB)
+    blocks = [data(int(counts[r]), dtype, 20 + r) for r in range(N)]
+    ref = np.full(size, fill, dtype)
+    for r in range(N):
+        ref[displs[r]:displs[r] + counts[r]] = blocks[r]
+    got = np.full(size, fill, dtype)
+    zc.Allgatherv(blocks[R], [got, counts, displs])
+    if N == 1:  # one rank is plain MPI, and MPICH 4.0's MPI_Allgatherv puts the block at 0 there: MPI's layout
+        ref = np.full(size, fill, dtype)
+        W.Allgatherv(blocks[R], [ref, counts, displs, MPI.FLOAT if dtype == np.float32 else MPI.DOUBLE])
+    within(got, ref, EB)
+    assert (got[ref == fill] == fill).all()
+    ref = np.full(size, fill, dtype)
+    for r in range(N):
+        ref[displs[r]:displs[r] + counts[r]] = blocks[r]
+    g = np.full(size, fill, dtype)
+    zc.Gatherv(blocks[R], [g, (counts, displs), MPI.FLOAT if dtype == np.float32 else MPI.DOUBLE] if R == 0
+               else None, root=0)
+    if R == 0:
+        within(g, ref, EB)
+    # Alltoallv: send blocks reversed with gaps, receive blocks gapped in rank order
+    sc = np.array([300 + 11 * j for j in range(N)])
+    sd = np.zeros(N, np.int64)
+    pos = 5
+    for j in reversed(range(N)):
+        sd[j] = pos
+        pos += sc[j] + 5
+    send = np.full(int(pos), fill, dtype)
+    for j in range(N):
+        send[sd[j]:sd[j] + sc[j]] = data(int(sc[j]), dtype, 50 * R + j)
+    rc = np.array([300 + 11 * R] * N)
+    rd = np.array([3 + j * (rc[0] + 3) for j in range(N)])
+    recv = np.full(int(rd[-1] + rc[-1] + 3), fill, dtype)
+    zc.Alltoallv([send, sc, sd], [recv, rc, rd])
+    for j in range(N):
+        within(recv[rd[j]:rd[j] + rc[j]], data(int(rc[j]), dtype, 50 * j + R), EB)
+    mask = np.ones(recv.size, bool)
+    for j in range(N):
+        mask[rd[j]:rd[j] + rc[j]] = False
+    assert (recv[mask] == fill).all()
+
+
+@pytest.mark.parametrize("op", ["MAX", "MIN"])
+def test_allreduce_reduce_max_min(zc, dtype, op):
+    """MAX and MIN: every element of the result within the bound of the exact one (plain MPI's, on the
+    original data)."""
+    n = 40000
+    mop = getattr(MPI, op)
+    x = data(n, dtype, R) * (1 + R)
+    ref = np.empty(n, dtype)
+    W.Allreduce(x, ref, op=mop)
+    out = np.zeros(n, dtype)
+    zc.Allreduce(x, out, op=mop)
+    within(out, ref, EB)
+    buf = x.copy()
+    zc.Allreduce(MPI.IN_PLACE, buf, op=mop)
+    within(buf, ref, EB)
+    red = np.zeros(n, dtype)
+    zc.Reduce(x, red, op=mop, root=N - 1)
+    if R == N - 1:
+        within(red, ref, EB)
