@@ -163,3 +163,55 @@ def test_numcodecs_and_zarr(tmp_path):
     assert zarr.open(store, mode="r").compressor.get_config() == codec.get_config()
     with pytest.raises(ValueError):
         numcodecs.get_codec({"id": "zmpi", "codec": "fzl"})
+
+
+@pytest.mark.parametrize("codec,kw", [("fzl", {"abs": 1e-3}), ("zstd", {}), ("fzr", {"rel": 1e-4})])
+@pytest.mark.parametrize("chunks", [(32, 32), (32, 48)])
+def test_zarr_order_f(tmp_path, codec, kw, chunks):
+    """Zarr with order="F" hands the codec F-ordered chunks and reads the decoded bytes in F order: the
+    codec keeps the chunk's own memory order (before: it compressed a C-ordered copy, and a 96x64 field in
+    32x32 chunks read back off by 37.7). Whole chunks (decoded into the array) and parts of chunks."""
+    pytest.importorskip("numcodecs")
+    zarr = pytest.importorskip("zarr")
+    a = field(np.float32, (96, 64))
+    store = str(tmp_path / "f.zarr")
+    z = zarr.open(store, mode="w", shape=a.shape, chunks=chunks, dtype=a.dtype, order="F",
+                  compressor=zmpi.numcodecs.Zmpi(codec=codec, **kw))
+    z[:] = a
+    r = zarr.open(store, mode="r")
+    eb = kw.get("abs", kw.get("rel", 0) * (float(a.max()) - float(a.min())))
+    for got, ref in ((r[:], a), (r[5:70, 3:50], a[5:70, 3:50]), (r[40:, 17], a[40:, 17])):
+        if eb:
+            within(ref, got, eb)
+        else:
+            assert got.tobytes() == ref.tobytes()
+
+
+def test_numcodecs_keeps_memory_order():
+    """encode/decode directly: an F-ordered chunk decodes into an F-ordered out, a C-ordered one into C."""
+    codec = zmpi.numcodecs.Zmpi(codec="zstd")
+    a = np.sin(np.arange(600) * 0.1).reshape(20, 30)
+    for order in "CF":
+        src = np.asarray(a, order=order)
+        out = np.empty_like(src, order=order)
+        codec.decode(codec.encode(src), out=out)
+        assert np.array_equal(out, a)
+        flat = codec.decode(codec.encode(src))  # without out: the chunk's memory, as numcodecs' codecs give it
+        assert flat.tobytes() == src.tobytes(order="A")
+
+
+def test_big_endian_by_value():
+    """An array of the other byte order is compressed by value (zmpi.compress, evaluate), never its bytes
+    reinterpreted; the numcodecs codec refuses it (Zarr would read the decoded bytes in that order)."""
+    a = field(np.float64, (50, 40))
+    be = a.astype(">f8")
+    back = zmpi.decompress(zmpi.compress(be, abs=1e-4))
+    assert back.dtype == np.float64 and back.dtype.isnative
+    within(a, back, 1e-4)
+    assert zmpi.decompress(zmpi.compress(a.astype(">f4"), codec="zstd")).tobytes() == a.astype(np.float32).tobytes()
+    assert zmpi.evaluate(be, abs=1e-4, repeat=1)["max_err_over_bound"] <= 1.0
+    with pytest.raises(ValueError):  # decompressing into an array of the other byte order: refused
+        zmpi.decompress(zmpi.compress(a, abs=1e-4), out=np.empty(a.shape, ">f8"))
+    pytest.importorskip("numcodecs")
+    with pytest.raises(TypeError, match="byte order"):
+        zmpi.numcodecs.Zmpi(codec="zstd").encode(be)

@@ -19,6 +19,7 @@ from ._native import CODEC_COUNT, ERR_CORRUPT, ERR_VERSION, P_THREADS, ffi, lib
 from .errors import raise_for
 
 MAGIC = b"ZMPY"
+MAGIC_C = b"ZMPI"  # the C stream's
 VERSION = 1
 _DTYPES = {np.dtype(np.float32): lib.ZMPI_FLOAT, np.dtype(np.float64): lib.ZMPI_DOUBLE}
 _NUMPY = {lib.ZMPI_FLOAT: np.float32, lib.ZMPI_DOUBLE: np.float64, lib.ZMPI_BYTE: np.uint8}
@@ -85,7 +86,10 @@ class _Ctx:
 def _as_array(arr):
     a = np.asarray(arr)
     if a.dtype not in _DTYPES:
-        raise TypeError(f"zmpi compresses float32 and float64 arrays, not {a.dtype}")
+        if a.dtype.kind == "f" and a.dtype.newbyteorder("=") in _DTYPES:  # another byte order: by value
+            a = a.astype(a.dtype.newbyteorder("="))
+        else:
+            raise TypeError(f"zmpi compresses float32 and float64 arrays, not {a.dtype}")
     if not a.flags.c_contiguous:
         warnings.warn("zmpi: the array is not C-contiguous: compressing a C-ordered copy", stacklevel=3)
         a = np.ascontiguousarray(a)
@@ -95,7 +99,9 @@ def _as_array(arr):
 
 
 def compress(arr, codec="fzl", abs=None, rel=None, threads=1):
-    """Compresses a float32/float64 array of any shape; returns bytes.
+    """Compresses a float32/float64 array of any shape; returns bytes. An array
+    of the other byte order (">f8" here) is compressed by value: it comes
+    back in the machine's byte order.
 
     codec: a name of zmpi.codecs() ("fzl", "zstd", "xorlzc", "trunc", ...).
     abs / rel: the error bound of an error-bounded codec: every element of
@@ -204,3 +210,20 @@ def evaluate(arr, codec="fzl", abs=None, rel=None, threads=1, repeat=3):
             "decompress_Bps": a.nbytes / td if td else float("inf"), "max_abs_err": q.max_abs_err,
             "max_err_over_bound": q.max_abs_err / eb if eb > 0 else None, "psnr": q.psnr, "nrmse": q.nrmse,
             "nonfinite_mismatch": int(q.nonfinite_mismatch), "bytes": len(z)}
+
+
+def frame_stream(raw, dtype):
+    """Raw bytes (a uint8 array) that read as a C stream of exactly their size, framed as a "stored" stream of
+    their elements (dtype: float32 or float64), so that a receiver takes them as data, never decodes them
+    (libzmpi_mpi frames raw messages so); None if they do not read as one."""
+    if raw.size < 4 or raw[:4].tobytes() != MAGIC_C:
+        return None
+    info = ffi.new("zmpi_stream_info *")
+    if lib.zmpi_stream_info_get(ffi.from_buffer(raw), raw.size, info) != 0 or info.stream_size != raw.size:
+        return None
+    ctx, dt = _Ctx("stored"), _DTYPES[np.dtype(dtype)]
+    count = raw.size // np.dtype(dtype).itemsize
+    cap = lib.zmpi_max_compressed_size(ctx.ptr, count, dt)
+    out = np.empty(cap, np.uint8)
+    n = raise_for(lib.zmpi_compress(ctx.ptr, ffi.from_buffer(raw), count, dt, ffi.from_buffer(out), cap), "framing")
+    return out[:n]

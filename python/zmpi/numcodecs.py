@@ -27,13 +27,21 @@ class Zmpi(Codec):
         compress(np.zeros(1, np.float64), codec=codec, abs=abs, rel=rel, threads=threads)
 
     def encode(self, buf):
+        """The chunk's memory as it is (as numcodecs' codecs take it): an F-ordered chunk (Zarr's order="F")
+        is compressed as the C-ordered array of the reversed shape that its memory is, so its bytes come
+        back in its order."""
         arr = np.asarray(buf) if isinstance(buf, np.ndarray) else ensure_contiguous_ndarray(buf)
-        return compress(np.ascontiguousarray(arr), codec=self.codec, abs=self.abs, rel=self.rel,
-                        threads=self.threads)
+        if arr.dtype.kind == "f" and not arr.dtype.isnative:
+            raise TypeError(f"zmpi: a chunk of {arr.dtype.str} (not the machine's byte order): its decoded bytes "
+                            "would be read in that order; store the array in the machine's byte order")
+        if not arr.flags.c_contiguous:
+            arr = arr.T if arr.flags.f_contiguous else np.ascontiguousarray(arr)
+        return compress(arr, codec=self.codec, abs=self.abs, rel=self.rel, threads=self.threads)
 
     def decode(self, buf, out=None):
+        """The chunk's bytes in the order they were encoded: into out's memory (C- or F-ordered) when given."""
         arr = decompress(ensure_contiguous_ndarray(buf))
-        return ndarray_copy(arr, out) if out is not None else arr
+        return ndarray_copy(arr.reshape(-1), out) if out is not None else arr
 
     def get_config(self):
         cfg = {"id": self.codec_id, "codec": self.codec, "threads": self.threads}
