@@ -322,10 +322,6 @@ static int fill(zmpi_call *c, zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype t
     return MPI_SUCCESS;
 }
 
-/* A compressed way replaces plain MPI only if it takes less than this
- * fraction of plain's measured time (see decide). */
-#define ZMPI_TUNE_MARGIN 0.95
-
 /* How to run the call, with the network configured: the model's estimates
  * until the ways have been measured once for this (collective, size class),
  * then the fastest measured way. The first calls of a class run the way the
@@ -348,31 +344,12 @@ static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, z
         cls++;
     const double *m = st->tune_t[coll][cls];
     double mp = m[ZMPI_WAY_PLAIN], mz = m[ZMPI_WAY_DEFAULT], mr = m[ZMPI_WAY_RIVAL];
-    if (mp > 0 && mz > 0 && (mr > 0 || !rivals)) { /* all measured: no model needed */
-        /* the rival must win clearly: each way is measured on one call, and
-         * the default was chosen from many measurements (SMPI's 10 GbE
-         * Scatter once took binomial, 6.1 ms, over linear, 4.6 ms) */
-        double best = mz < mp ? mz : mp;
-        int rival_wins = mr > 0 && mr < 0.9 * best;
-        /* one call is one sample: before the default algorithm loses, to the
-         * rival (measured last, when every cache and buffer was warm) or
-         * narrowly to plain MPI (within 1.5x: one disturbed call, as SMPI's
-         * 10 GbE Alltoall once had, would keep plain for good), it gets a
-         * second measurement (the faster of its two counts), once. Against
-         * plain it must win by ZMPI_TUNE_MARGIN: the faster of two samples
-         * is biased low against plain's one, and a compressed call's time
-         * varies more (its codec work, against bytes on a link): in two of
-         * four runs SMPI's 10 GbE Allreduce took rhd over plain (30.9 ms)
-         * and then ran at 31.1 and at 49 ms */
-        int default_wins = mz < ZMPI_TUNE_MARGIN * mp;
-        if ((rival_wins || (!default_wins && mz < 1.5 * mp)) && !st->tune_again[coll][cls]) {
-            st->tune_again[coll][cls] = 1;
-            way = ZMPI_WAY_DEFAULT;
-        } else if (rival_wins) {
-            return ZMPI_WAY_RIVAL;
-        } else {
-            return default_wins ? ZMPI_WAY_DEFAULT : ZMPI_WAY_PLAIN;
-        }
+    if (mp > 0 && mz > 0 && (mr > 0 || !rivals)) { /* all measured: no model needed (zmpi_tune_pick) */
+        int pick = zmpi_tune_pick(mp, mz, mr, st->tune_again[coll][cls]);
+        if (pick != ZMPI_TUNE_AGAIN)
+            return pick;
+        st->tune_again[coll][cls] = 1;
+        way = ZMPI_WAY_DEFAULT;
     } else if (mp > 0 && mz > 0) {
         way = ZMPI_WAY_RIVAL; /* plain and the default measured: measure the rival */
     } else {
@@ -419,7 +396,7 @@ static void tune_done(zmpi_comm_state *st, MPI_Comm comm)
     if (PMPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS || !(dt > 0))
         return;
     double *m = &st->tune_t[st->tune_coll][st->tune_cls][st->tune_way], per = dt / st->tune_bytes;
-    *m = *m > 0 && *m < per ? *m : per; /* a second measurement keeps the faster */
+    *m = zmpi_tune_keep(*m, per);
 }
 
 void zmpi_call_plain_done(MPI_Comm comm)

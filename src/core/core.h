@@ -34,6 +34,49 @@
  * for the same arguments, e.g. Bcast's pipelined tree against scatter +
  * allgather). */
 enum { ZMPI_WAY_PLAIN = 0, ZMPI_WAY_DEFAULT = 1, ZMPI_WAY_RIVAL = 2, ZMPI_WAYS = 3 };
+/* A compressed way replaces plain MPI only if it takes less than this
+ * fraction of plain's measured time (zmpi_tune_pick). */
+#define ZMPI_TUNE_MARGIN 0.95
+/* zmpi_tune_pick: the default algorithm is to be measured once more first. */
+#define ZMPI_TUNE_AGAIN (-1)
+
+/* The way the measurements of one (collective, size class) choose once they
+ * are all in (call.c `decide`): mp, mz, mr the times per byte of plain MPI,
+ * the default algorithm and its rival (mr 0: none); again: the default has
+ * been measured a second time. A function of the times alone, so that tests
+ * give it made-up ones (tests/mpi/test_model.c). Returns ZMPI_WAY_* or
+ * ZMPI_TUNE_AGAIN.
+ *
+ * The rival must win clearly: each way is measured on one call, and the
+ * default was chosen from many measurements (SMPI's 10 GbE Scatter once took
+ * binomial, 6.1 ms, over linear, 4.6 ms). One call is one sample: before the
+ * default algorithm loses, to the rival (measured last, when every cache and
+ * buffer was warm) or narrowly to plain MPI (within 1.5x: one disturbed
+ * call, as SMPI's 10 GbE Alltoall once had, would keep plain for good), it
+ * gets a second measurement (the faster of its two counts, zmpi_tune_keep),
+ * once. Against plain it must win by ZMPI_TUNE_MARGIN: the faster of two
+ * samples is biased low against plain's one, and a compressed call's time
+ * varies more (its codec work, against bytes on a link): in two of four runs
+ * SMPI's 10 GbE Allreduce took rhd over plain (30.9 ms) and then ran at 31.1
+ * and at 49 ms. */
+static inline int zmpi_tune_pick(double mp, double mz, double mr, int again)
+{
+    double best = mz < mp ? mz : mp;
+    int rival_wins = mr > 0 && mr < 0.9 * best;
+    int default_wins = mz < ZMPI_TUNE_MARGIN * mp;
+    if ((rival_wins || (!default_wins && mz < 1.5 * mp)) && !again)
+        return ZMPI_TUNE_AGAIN;
+    if (rival_wins)
+        return ZMPI_WAY_RIVAL;
+    return default_wins ? ZMPI_WAY_DEFAULT : ZMPI_WAY_PLAIN;
+}
+
+/* A way's kept time per byte after a measurement of `per` (old 0: none yet):
+ * a second measurement keeps the faster. */
+static inline double zmpi_tune_keep(double old, double per)
+{
+    return old > 0 && old < per ? old : per;
+}
 
 /* Scratch buffers kept by a communicator between calls (zmpi_scratch_get):
  * a collective's multi-MiB working buffers would otherwise come from fresh

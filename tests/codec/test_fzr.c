@@ -8,9 +8,12 @@
  *     ABS and REL: every element within the stream's bound, NaN/Inf and
  *     outliers bit-exact, escapes (jumps of many bounds), zstd-coded residuals;
  *   - zmpi_ctx_set_dims argument checks;
+ *   - outlier records edited by hand (a position at or beyond n, duplicated,
+ *     decreasing): rejected as corrupt, nothing written past the output;
  *   - on a smooth 2-D field the 2-D hint gives a smaller stream than none.
  */
 #include "huff.h"
+#include "internal.h"
 #include "testutil.h"
 
 /* ---- Huffman ---- */
@@ -235,12 +238,126 @@ static void test_dims_args(tstate *ts)
     zmpi_ctx_free(c);
 }
 
+/* ---- outlier records edited by hand ----
+ *
+ * A stream (one segment, no checksums) of a field with outliers at the first
+ * and last positions and in between; the records {u32 position, raw element}
+ * end the segment. Every edit of a position that is not strictly increasing
+ * within [0, n) - position n, n + 1, 2^32 - 1, a duplicate, a decrease - must
+ * be rejected as corrupt, through zmpi_decompress and through fzr's segment
+ * decoder alone, and nothing may be written past the n elements: the output
+ * buffers carry guard bytes that must come back unchanged. */
+enum { GUARD = 64 };
+
+static int guard_ok(const uint8_t *g)
+{
+    for (int i = 0; i < GUARD; i++)
+        if (g[i] != 0xA5)
+            return 0;
+    return 1;
+}
+
+static void outlier_case(tstate *ts, zmpi_dtype dt, size_t n)
+{
+    size_t es = zmpi_dtype_size(dt), rs = 4 + es;
+    const size_t at[] = {0, 1, n / 3, n / 2, n - 2, n - 1}; /* outliers; n >= 8 */
+    uint8_t *x = malloc(n * es);
+    for (size_t i = 0; i < n; i++) {
+        double v = 280.0 + 10.0 * sin(0.05 * (double)i);
+        for (size_t k = 0; k < sizeof at / sizeof *at; k++)
+            if (i == at[k])
+                v = k % 3 == 0 ? NAN : k % 3 == 1 ? INFINITY : 1e30;
+        if (dt == ZMPI_FLOAT) {
+            float f = (float)v;
+            memcpy(x + i * es, &f, 4);
+        } else {
+            memcpy(x + i * es, &v, 8);
+        }
+    }
+    zmpi_ctx *ctx = zmpi_ctx_create();
+    zmpi_ctx_set_codec(ctx, ZMPI_CODEC_FZR);
+    zmpi_ctx_set_bound(ctx, ZMPI_EB_ABS, 1e-3);
+    zmpi_ctx_set_param(ctx, ZMPI_P_CHECKSUM, 0);
+    size_t cap = zmpi_max_compressed_size(ctx, n, dt);
+    uint8_t *z = malloc(cap), *e = malloc(cap), *y = malloc(n * es + GUARD);
+    ptrdiff_t len = zmpi_compress(ctx, x, n, dt, z, cap);
+    zmpi_stream_info info;
+    int ok = len > 0 && zmpi_stream_info_get(z, (size_t)len, &info) == ZMPI_OK;
+    /* one segment: header 48, index 8, mode byte, then fzr's payload */
+    const size_t pay = 57;
+    ok = ok && info.nsegments == 1 && z[56] == 0 && (size_t)len > pay + 24;
+    CHECK(ts, ok, "outliers %s n %zu: not one fzr segment", dt == ZMPI_FLOAT ? "f32" : "f64", n);
+    if (!ok)
+        goto out;
+    size_t nout = zc_get_u32(z + pay + 12), rec = (size_t)len - nout * rs, psize = (size_t)len - pay;
+    /* the planted outliers are records (float rounding may add others) */
+    ok = nout >= sizeof at / sizeof *at && zc_get_u32(z + rec) == 0 && zc_get_u32(z + rec + rs) == 1 &&
+         zc_get_u32(z + rec + (nout - 1) * rs) == n - 1;
+    CHECK(ts, ok, "outliers n %zu: %zu records, first at %u", n, nout, (unsigned)zc_get_u32(z + rec));
+    if (!ok)
+        goto out;
+    uint32_t pos[4];
+    for (int k = 0; k < 4; k++)
+        pos[k] = zc_get_u32(z + rec + (size_t)k * rs);
+    memset(y, 0xA5, n * es + GUARD);
+    CHECK(ts, zmpi_decompress(ctx, z, (size_t)len, y, n * es + GUARD) == (ptrdiff_t)(n * es) &&
+                  memcmp(y, x, es) == 0 && memcmp(y + (n - 1) * es, x + (n - 1) * es, es) == 0 &&
+                  guard_ok(y + n * es),
+          "outliers n %zu: the unedited stream", n);
+    zc_seg seg = {.dtype = dt, .n = n, .eb = info.eb, .param = info.param};
+    struct {
+        size_t rec;   /* the record edited */
+        uint32_t pos; /* its new position */
+        const char *what;
+    } edits[] = {
+        {nout - 1, (uint32_t)n, "the last at n"},
+        {nout - 1, (uint32_t)n + 1, "the last at n + 1"},
+        {nout - 1, UINT32_MAX, "the last at 2^32 - 1"},
+        {0, (uint32_t)n, "the first at n"},
+        {1, pos[0], "the second equal to the first"},
+        {nout - 1, zc_get_u32(z + rec + (nout - 2) * rs), "the last equal to the one before"},
+        {2, pos[3], "the third equal to the fourth"},
+        {3, pos[1], "the fourth below the third"},
+        {nout - 1, 0, "the last at 0"},
+        {1, (uint32_t)(n - 1), "the second at n - 1, above the third"},
+    };
+    for (size_t k = 0; k < sizeof edits / sizeof *edits; k++) {
+        memcpy(e, z, (size_t)len);
+        zc_put_u32(e + rec + edits[k].rec * rs, edits[k].pos);
+        memset(y, 0xA5, n * es + GUARD);
+        ptrdiff_t d = zmpi_decompress(ctx, e, (size_t)len, y, n * es + GUARD);
+        CHECK(ts, d == ZMPI_ERR_CORRUPT && guard_ok(y + n * es),
+              "outliers %s n %zu, %s: zmpi_decompress -> %td%s", dt == ZMPI_FLOAT ? "f32" : "f64", n,
+              edits[k].what, d, guard_ok(y + n * es) ? "" : ", wrote past the buffer");
+        memset(y, 0xA5, n * es + GUARD);
+        int rc = zc_fzr_ops.decode(&seg, e + pay, psize, y);
+        CHECK(ts, rc == ZMPI_ERR_CORRUPT && guard_ok(y + n * es), "outliers %s n %zu, %s: decode -> %d%s",
+              dt == ZMPI_FLOAT ? "f32" : "f64", n, edits[k].what, rc,
+              guard_ok(y + n * es) ? "" : ", wrote past the buffer");
+    }
+out:
+    zmpi_ctx_free(ctx);
+    free(x);
+    free(z);
+    free(e);
+    free(y);
+}
+
+static void test_outliers(tstate *ts)
+{
+    const size_t ns[] = {200, 1000, 20000};
+    for (int d = 0; d < 2; d++)
+        for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
+            outlier_case(ts, d ? ZMPI_DOUBLE : ZMPI_FLOAT, ns[i]);
+}
+
 int main(void)
 {
     tstate ts = {0, 0};
     test_huff(&ts);
     test_hints(&ts);
     test_dims_args(&ts);
+    test_outliers(&ts);
     printf("test_fzr: %ld checks, %ld failures\n", ts.checks, ts.failures);
     return ts.failures ? 1 : 0;
 }

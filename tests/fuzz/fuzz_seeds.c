@@ -1,8 +1,12 @@
 /*
  * Writes seed corpora for the fuzz targets: valid segment payloads of every
- * codec in the input layout of fuzz_decode.c, whole streams for
- * fuzz_stream, and (built with libbz2: FUZZ_SEEDS_BZIP2) small valid .bz2
- * files behind fuzz_bzdecode.c's 10-byte header for fuzz_bzdecode.
+ * codec in the input layout of fuzz_decode.c, whole streams for fuzz_stream,
+ * and (built with libbz2: FUZZ_SEEDS_BZIP2) small valid .bz2 files behind
+ * fuzz_bzdecode.c's 10-byte header for fuzz_bzdecode. The fields: a smooth
+ * field, steps, a ramp with one NaN, and the smooth field with non-finite and
+ * huge values at the first, middle and last positions (fzr's outlier records,
+ * whose positions a mutation must push to n, duplicate or reorder; also at
+ * 100 and 64 elements, short payloads).
  * Usage: fuzz_seeds DIR (creates DIR/fuzz_decode_<codec>/..., DIR/fuzz_stream/...,
  * DIR/fuzz_bzdecode/...).
  */
@@ -122,11 +126,25 @@ int main(int argc, char **argv)
     for (int c = 0; c < ZMPI_CODEC_COUNT_; c++) {
         for (int dti = 0; dti < 2; dti++) {
             zmpi_dtype dt = dti ? ZMPI_DOUBLE : ZMPI_FLOAT;
-            for (int pat = 0; pat < 3; pat++) {
-                for (int i = 0; i < N; i++)
+            /* patterns 0-2 at N elements; 3 (outliers) at N and at counts of one
+             * and a few blocks, whose short payloads put the records within a
+             * mutation's reach */
+            for (int run = 0; run < 6; run++) {
+                int pat = run < 3 ? run : 3, n = run < 4 ? N : run == 4 ? 100 : 64;
+                for (int i = 0; i < n; i++)
                     v[i] = pat == 0 ? 280 + 10 * sin(i * 0.05) : pat == 1 ? (i % 7) * 1e3 - (i % 3) : (i == 5 ? NAN : i * 0.5);
+                if (pat == 3) { /* outliers (fzr's records) at the first and last positions and between */
+                    for (int i = 0; i < n; i++)
+                        v[i] = 280 + 10 * sin(i * 0.05);
+                    v[0] = NAN;
+                    v[1] = INFINITY;
+                    v[n / 2] = 1e30;
+                    v[n / 2 + 1] = -1e30;
+                    v[n - 2] = -INFINITY;
+                    v[n - 1] = NAN;
+                }
                 float f[N];
-                for (int i = 0; i < N; i++)
+                for (int i = 0; i < n; i++)
                     f[i] = (float)v[i];
                 const void *x = dt == ZMPI_FLOAT ? (const void *)f : (const void *)v;
                 zmpi_ctx *ctx = zmpi_ctx_create();
@@ -136,7 +154,7 @@ int main(int argc, char **argv)
                 if (pat == 0) /* fzr's 2-D prediction (15 rows of 20) */
                     zmpi_ctx_set_dims(ctx, 2, (const size_t[]){15, 20});
                 zmpi_channel *ch = zmpi_channel_create(0);
-                ptrdiff_t len = zmpi_compress_channel(ctx, ch, x, N, dt, buf, sizeof buf);
+                ptrdiff_t len = zmpi_compress_channel(ctx, ch, x, (size_t)n, dt, buf, sizeof buf);
                 zmpi_channel_free(ch);
                 zmpi_ctx_free(ctx);
                 if (len < 0)
@@ -145,7 +163,7 @@ int main(int argc, char **argv)
                 /* one segment: header 48, index 8, then mode byte + payload */
                 if (len > 57 && buf[56] == 0) {
                     int psel = c == ZMPI_CODEC_FZL ? 2 : 0;
-                    uint8_t pre[5] = {(uint8_t)dti, (uint8_t)((N - 1) & 0xff), (uint8_t)((N - 1) >> 8),
+                    uint8_t pre[5] = {(uint8_t)dti, (uint8_t)((n - 1) & 0xff), (uint8_t)((n - 1) >> 8),
                                       (uint8_t)psel, 1};
                     char name[64];
                     snprintf(name, sizeof name, "fuzz_decode_%s", names[c]);

@@ -1,7 +1,8 @@
 /*
  * Point-to-point of derived datatypes made of one floating-point type:
  * vector halos (a column of a 2-D float array, a face of a 3-D double
- * array), subarrays, indexed types with gaps, structs of one type, resized
+ * array), subarrays, indexed types with gaps, hindexed blocks (out of order,
+ * of floats and of a vector), structs of one type, resized
  * types, negative displacements, a derived sender with a contiguous receiver
  * and the reverse - blocking, nonblocking and Sendrecv, with an ABS and a
  * REL bound and a lossless codec, in a ring (1 rank: messages to itself).
@@ -221,7 +222,7 @@ static void run_case(env *e, const tcase *c, int id, int mode, int cfg)
 
 /* ---- the cases ---- */
 
-#define NCASES 14
+#define NCASES 16
 
 static int make_cases(tcase *cs)
 {
@@ -278,6 +279,19 @@ static int make_cases(tcase *cs)
     MPI_Type_create_indexed_block(4, 2, ib, u, &t);
     MPI_Type_commit(&t);
     cs[k++] = (tcase){"indexed_block of struct", MPI_DOUBLE, 14 * 8 * 4, 0, t, t, 4, 4};
+    /* hindexed_block: blocks of 7 floats at byte displacements out of order, one
+     * negative and one not a multiple of the block's bytes, two instances; and
+     * blocks of 3 instances of a double vector (extent 12 doubles) */
+    MPI_Aint hb[5] = {-160, 0, 36, 400, 200};
+    MPI_Type_create_hindexed_block(5, 7, hb, MPI_FLOAT, &t);
+    MPI_Type_commit(&t);
+    cs[k++] = (tcase){"hindexed_block floats", MPI_FLOAT, 300, 40, t, t, 2, 2};
+    MPI_Aint hv[3] = {0, 1000, 400};
+    MPI_Type_vector(3, 2, 5, MPI_DOUBLE, &u);
+    MPI_Type_create_hindexed_block(3, 3, hv, u, &t);
+    MPI_Type_free(&u);
+    MPI_Type_commit(&t);
+    cs[k++] = (tcase){"hindexed_block of vector", MPI_DOUBLE, 200, 0, t, t, 1, 1};
     /* a contiguous (dense) type and a dup of a vector */
     MPI_Type_contiguous(300, MPI_FLOAT, &t);
     MPI_Type_commit(&t);

@@ -2,7 +2,8 @@
  * Derived datatypes in the data-movement collectives: Bcast, Scatter,
  * Gather, Allgather and Alltoall with a strided block type (every other
  * element of a 2*NB array: a vector resized so that instances tile) on
- * every rank, or on some ranks only while the others pass the same elements
+ * every rank (also built as an hindexed block of single elements), or on
+ * some ranks only while the others pass the same elements
  * contiguously (a root scattering a strided array to contiguous receivers,
  * even ranks strided and odd ranks contiguous) - the type signatures match,
  * so MPI allows it and every rank must take the same path (this mix hung
@@ -202,13 +203,22 @@ static void run_layout(env *e, const layout *L, const char *name)
     }
 }
 
-static void make_layout(layout *L, MPI_Datatype basic, double bound)
+/* hindexed_block: the same strided block as one hindexed block of one element each */
+static void make_layout(layout *L, MPI_Datatype basic, double bound, int hindexed_block)
 {
     MPI_Datatype v;
     L->basic = basic;
     L->es = basic == MPI_FLOAT ? 4 : 8;
     L->bound = bound;
-    MPI_Type_vector(NB, 1, 2, basic, &v);
+    if (hindexed_block) {
+        MPI_Aint *d = malloc(NB * sizeof *d);
+        for (int i = 0; i < NB; i++)
+            d[i] = (MPI_Aint)(2 * (size_t)i * L->es);
+        MPI_Type_create_hindexed_block(NB, 1, d, basic, &v);
+        free(d);
+    } else {
+        MPI_Type_vector(NB, 1, 2, basic, &v);
+    }
     MPI_Type_create_resized(v, 0, (MPI_Aint)(2 * NB * L->es), &L->strided);
     MPI_Type_commit(&L->strided);
     MPI_Type_free(&v);
@@ -220,15 +230,18 @@ int main(int argc, char **argv)
     mt_init(&t, &argc, &argv, "test_derived_coll");
     env e = {&t, MPI_COMM_NULL, t.rank, t.size};
     MPI_Comm_dup(MPI_COMM_WORLD, &e.comm); /* inherits MPI_ERRORS_RETURN */
-    layout f, d;
-    make_layout(&f, MPI_FLOAT, 1e-3);
-    make_layout(&d, MPI_DOUBLE, 0);
+    layout f, d, h;
+    make_layout(&f, MPI_FLOAT, 1e-3, 0);
+    make_layout(&d, MPI_DOUBLE, 0, 0);
+    make_layout(&h, MPI_FLOAT, 1e-3, 1);
     mt_config(e.comm, ZMPI_CODEC_FZL, ZMPI_EB_ABS, 1e-3, ZMPI_SCOPE_MESSAGE, 256);
     run_layout(&e, &f, "float abs 1e-3");
+    run_layout(&e, &h, "float abs 1e-3 hindexed_block");
     mt_config(e.comm, ZMPI_CODEC_ZSTD, ZMPI_EB_NONE, 0.0, ZMPI_SCOPE_MESSAGE, 256);
     run_layout(&e, &d, "double zstd");
     MPI_Type_free(&f.strided);
     MPI_Type_free(&d.strided);
+    MPI_Type_free(&h.strided);
     MPI_Comm_free(&e.comm);
     return mt_finish(&t);
 }

@@ -173,6 +173,183 @@ static void classic_cases(void)
     one(&ok, RS_RHD, 3000, 0, RT_FIELD, ZMPI_CODEC_FZR, 0);
 }
 
+/* ---- adversarial inputs on both grids ----
+ *
+ * The steps below are gsum.h's, computed with the library's expressions:
+ * eb (ABS: the bound; REL: rel * (max - min), here rel * 8: every rank's
+ * elements 0 and 1 are -4 and 4), e = eb / N (eb / (2N) where the result is
+ * spread from 8 ranks), h = 2e (1 - 2^-17); the coarse grid of the spread
+ * h2 = 2 e2 (1 - 2^-17), e2 = eb / 2.
+ *
+ * Every other element is a value placed on rank r from an integer code
+ * k_r (the same on every rank but rank 0, which adds t, so the sum of the
+ * codes Q = N c + t takes every residue t modulo N: a sum of codes at, just
+ * below and just above every rounding threshold of the coarse grid, whose
+ * thresholds lie at Q = N Q2 + N/2) and one of ADV_KINDS positions: just
+ * below the fine grid's rounding threshold (k + 1/2) h, just above
+ * (k - 1/2) h, at the threshold, at the step k h, just below the step, and
+ * a hair (h 2^-20) below the threshold. With every rank's quantisation
+ * error of one sign and the coarse rounding adding its own of the same
+ * sign, the error of an element reaches the whole bound: the largest error
+ * must be within [0.9 eb, eb] (the check is tight and it holds). */
+enum { ADV_KINDS = 6, ADV_CODES = 4, ADV_A = 4 };
+
+/* The largest value of the type below t, the smallest above, the nearest. */
+static double adv_below(double t, MPI_Datatype type)
+{
+    if (type == MPI_DOUBLE)
+        return nextafter(t, -INFINITY);
+    float f = (float)t;
+    return (double)f < t ? f : nextafterf(f, -INFINITY);
+}
+
+static double adv_above(double t, MPI_Datatype type)
+{
+    if (type == MPI_DOUBLE)
+        return nextafter(t, INFINITY);
+    float f = (float)t;
+    return (double)f > t ? f : nextafterf(f, INFINITY);
+}
+
+static double adv_nearest(double t, MPI_Datatype type)
+{
+    return type == MPI_DOUBLE ? t : (double)(float)t;
+}
+
+/* Element j of rank r's input (fine step h). */
+static double adv_value(size_t j, int r, double h, MPI_Datatype type)
+{
+    if (j < 2)
+        return j ? ADV_A : -ADV_A;
+    size_t idx = j - 2, kind = idx % ADV_KINDS, t = idx / ADV_KINDS % (size_t)nranks;
+    size_t ci = idx / ((size_t)ADV_KINDS * (size_t)nranks) % ADV_CODES;
+    /* codes of values within [-3, 3] on every rank: |k| h <= 3 */
+    long cmax = (long)(3.0 / h) - nranks, c[ADV_CODES] = {0, 1 - cmax, cmax * 37 / 100, cmax};
+    double k = (double)(c[ci] + (r == 0 ? (long)t : 0));
+    switch (kind) {
+    case 0:
+        return adv_below((k + 0.5) * h, type);
+    case 1:
+        return adv_above((k - 0.5) * h, type);
+    case 2:
+        return adv_nearest((k + 0.5) * h, type);
+    case 3:
+        return adv_nearest(k * h, type);
+    case 4:
+        return adv_below(k * h, type);
+    default:
+        return adv_below((k + 0.5) * h - h * 0x1p-20, type);
+    }
+}
+
+/* The exact sum of the N ranks' element j as hi + lo (error-free sums of
+ * doubles; the tail of a tail is far below any bound here). */
+static long double adv_sum(size_t j, double h, MPI_Datatype type)
+{
+    double hi = 0, lo = 0;
+    for (int r = 0; r < nranks; r++) {
+        double x = adv_value(j, r, h, type), s = hi + x, bb = s - hi;
+        lo += (hi - (s - bb)) + (x - bb);
+        hi = s;
+    }
+    return (long double)hi + (long double)lo;
+}
+
+/* 1 if y is a value of the grid of step `step` as zmpi_grid_dequantize
+ * writes it: (type)(q * step) for an integer q. */
+static int on_grid(double y, double step, MPI_Datatype type)
+{
+    double v = nearbyint(y / step) * step;
+    return type == MPI_DOUBLE ? v == y : (double)(float)v == y;
+}
+
+static void adversarial_one(const rt_case *k, int coll)
+{
+    static const ZMPI_Coll colls[NCOLL] = {ZMPI_COLL_ALLREDUCE, ZMPI_COLL_ALLREDUCE, ZMPI_COLL_REDUCE_SCATTER,
+                                           ZMPI_COLL_REDUCE_SCATTER, ZMPI_COLL_REDUCE};
+    static const char *const algo[NCOLL] = {"ring", "rhd", "ring", "rhd", "rsg"};
+    int rs = coll == RS_RING || coll == RS_RHD, root = nranks - 1, n8 = nranks >= 8;
+    int spread = n8 && !rs; /* Reduce_scatter keeps its blocks: no spreading */
+    size_t m = 2 + (size_t)ADV_KINDS * (size_t)nranks * ADV_CODES, n = rs ? m * (size_t)nranks : m;
+    size_t es = rt_es(k->type), first = rs ? (size_t)rank * m : 0;
+    double eb = k->mode == ZMPI_EB_ABS ? k->eb : k->eb * (2.0 * ADV_A);
+    double e = spread ? eb / (2.0 * nranks) : eb / nranks, h = 2.0 * e * (1.0 - 0x1p-17);
+    double h2 = 2.0 * (eb / 2) * (1.0 - 0x1p-17), hres = spread ? h2 : h;
+    void *in = mt_xmalloc(n * es), *got = mt_xmalloc(n * es);
+    char what[200];
+
+    snprintf(what, sizeof what, "adversarial %s %s %s eb %g np %d", coll_name[coll], rt_type_name(k->type),
+             rt_mode_name(k->mode), eb, nranks);
+    for (size_t j = 0; j < n; j++)
+        rt_set(in, j, k->type, adv_value(j, rank, h, k->type));
+    memset(got, 0, n * es);
+    int algo_id = ZMPI_Coll_algorithm_from_name(colls[coll], algo[coll]);
+    MT_CHECK(&T, configure(k, coll, ZMPI_CODEC_AUTO) == MPI_SUCCESS, "%s: config", what);
+    ZMPI_Stats s0 = mt_stats(comm);
+    int rc;
+    if (coll == ALLREDUCE_RING || coll == ALLREDUCE_RHD) {
+        rc = ZMPI_Allreduce(in, got, (int)n, k->type, MPI_SUM, comm);
+    } else if (rs) {
+        int *counts = mt_xmalloc((size_t)nranks * sizeof *counts);
+        for (int b = 0; b < nranks; b++)
+            counts[b] = (int)m;
+        rc = ZMPI_Reduce_scatter(in, got, counts, k->type, MPI_SUM, comm);
+        free(counts);
+    } else {
+        rc = ZMPI_Reduce(in, got, (int)n, k->type, MPI_SUM, root, comm);
+    }
+    ZMPI_Stats s1 = mt_stats(comm);
+    MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
+    MT_CHECK(&T, (int)(s1.grid_sums - s0.grid_sums) == (nranks > 1), "%s: %d calls on grid codes, want %d", what,
+             (int)(s1.grid_sums - s0.grid_sums), nranks > 1);
+    if (nranks > 1)
+        mt_check_ran(&T, comm, colls[coll], mt_algo_ran(colls[coll], algo_id, nranks), what);
+    if (coll != REDUCE_RSG || rank == root) {
+        size_t mine = rs ? m : n, bad = 0, off = 0;
+        long double worst = 0;
+        long bad_at = -1, off_at = -1;
+        for (size_t i = 0; i < mine; i++) {
+            double y = mt_get(got, i, k->type);
+            long double err = fabsl((long double)y - adv_sum(first + i, h, k->type));
+            /* float: the one rounding of the result to the datatype (gsum.h) */
+            double allow = k->type == MPI_FLOAT ? 0.5 * ((double)nextafterf((float)fabs(y), INFINITY) - fabs(y)) : 0;
+            if (!(err <= (long double)eb + allow) && bad++ == 0)
+                bad_at = (long)i;
+            if (nranks > 1 && !on_grid(y, hres, k->type) && off++ == 0)
+                off_at = (long)i;
+            if (i >= 2 && err > worst)
+                worst = err;
+        }
+        MT_CHECK(&T, bad == 0, "%s: %zu elements beyond the bound, the first %ld: got %.17g, exact %.17Lg", what,
+                 bad, bad_at, bad_at < 0 ? 0.0 : mt_get(got, (size_t)bad_at, k->type),
+                 bad_at < 0 ? 0.0L : adv_sum(first + (size_t)bad_at, h, k->type));
+        MT_CHECK(&T, off == 0, "%s: %zu results off the %s grid (step %.17g), the first %ld: %.17g", what, off,
+                 spread ? "coarse" : "fine", hres, off_at, off_at < 0 ? 0.0 : mt_get(got, (size_t)off_at, k->type));
+        if (nranks > 1)
+            MT_CHECK(&T, worst >= 0.9L * eb, "%s: largest error %.6Lg of the bound: the inputs miss the thresholds",
+                     what, worst / eb);
+        if (rank == (coll == REDUCE_RSG ? root : 0) && k->type == MPI_DOUBLE && k->mode == ZMPI_EB_ABS)
+            printf("REPORT %s: max err / bound = %.9Lf\n", what, worst / eb);
+    }
+    if (coll == ALLREDUCE_RING || coll == ALLREDUCE_RHD)
+        MT_CHECK(&T, rt_same_everywhere(rt_hash(got, n * es), comm), "%s: ranks got different results", what);
+    free(in);
+    free(got);
+}
+
+/* Every grid-path collective, float and double, ABS and REL. */
+static void adversarial(void)
+{
+    for (int coll = 0; coll < NCOLL; coll++) {
+        for (int t = 0; t < 2; t++) {
+            rt_case ka = {t ? MPI_DOUBLE : MPI_FLOAT, ZMPI_EB_ABS, t ? 3e-4 : 1e-2, ZMPI_SCOPE_RESULT, MPI_SUM};
+            rt_case kr = {t ? MPI_DOUBLE : MPI_FLOAT, ZMPI_EB_REL, 1e-3, ZMPI_SCOPE_RESULT, MPI_SUM};
+            adversarial_one(&ka, coll);
+            adversarial_one(&kr, coll);
+        }
+    }
+}
+
 /* A large real field: the figures of the grid path (rank 0 prints max
  * error / bound and the ratio of the packed codes). */
 static void large(void)
@@ -190,6 +367,7 @@ int main(int argc, char **argv)
     grid_cases();
     uneven_blocks();
     classic_cases();
+    adversarial();
     large();
     MPI_Comm_free(&comm);
     return mt_finish(&T);

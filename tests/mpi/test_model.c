@@ -17,11 +17,17 @@
  *   threads, a configured ratio and the built-in ratio estimate (REL bits
  *   per value, reductions in result scope, ABS, lossless, fixed precision,
  *   the clamps).
+ * - The choice the measurements make (zmpi_tune_pick, src/core/core.h) on
+ *   made-up times: plain 10x faster -> plain, compressed 10x faster ->
+ *   compressed, compressed 3% faster -> plain (a compressed way must be more
+ *   than 5% faster), the margin's edge, the second look at the default,
+ *   the rival's 10%, and the faster of two measurements kept.
  * No timing is measured: only the model's arithmetic and the decisions.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <unistd.h>
 
+#include "core/core.h" /* zmpi_tune_pick, zmpi_tune_keep: the tuner's choice, with made-up times */
 #include "mpitest.h"
 
 static mt_state T;
@@ -508,9 +514,52 @@ static void auto_codec(void)
     MPI_Comm_free(&comm);
 }
 
+/* The choice once a size class is measured (zmpi_tune_pick, core.h: the
+ * function the tuner calls) with made-up times per byte: what it returns
+ * with the default measured once (again 0) and, if that asks for a second
+ * measurement, after it (again 1). */
+static void pick_case(double mp, double mz, double mr, int want_again, int want, const char *what)
+{
+    for (double scale = 1e-10; scale <= 1.0; scale *= 1e5) { /* only the ratios count */
+        int first = zmpi_tune_pick(mp * scale, mz * scale, mr * scale, 0);
+        int second = zmpi_tune_pick(mp * scale, mz * scale, mr * scale, 1);
+        MT_CHECK(&T, (first == ZMPI_TUNE_AGAIN) == want_again, "%s: way %d, want %s", what, first,
+                 want_again ? "a second measurement of the default" : "no second measurement");
+        MT_CHECK(&T, second == want && (want_again || first == want), "%s: way %d then %d, want %d", what, first,
+                 second, want);
+    }
+}
+
+static void tuner(void)
+{
+    const int P = ZMPI_WAY_PLAIN, D = ZMPI_WAY_DEFAULT, R = ZMPI_WAY_RIVAL;
+    /* plain and the default algorithm (no rival) */
+    pick_case(1.0, 10.0, 0, 0, P, "plain 10x faster");
+    pick_case(10.0, 1.0, 0, 0, D, "compressed 10x faster");
+    pick_case(1.0, 0.97, 0, 1, P, "compressed 3% faster (the margin is 5%)");
+    pick_case(1.0, 0.94, 0, 0, D, "compressed 6% faster");
+    pick_case(1.0, ZMPI_TUNE_MARGIN, 0, 1, P, "compressed exactly 5% faster");
+    pick_case(1.0, nextafter(ZMPI_TUNE_MARGIN, 0), 0, 0, D, "compressed just over 5% faster");
+    pick_case(1.0, 1.0, 0, 1, P, "a tie");
+    pick_case(1.0, 1.4, 0, 1, P, "plain 1.4x faster (a second look)");
+    pick_case(1.0, 1.5, 0, 0, P, "plain 1.5x faster (no second look)");
+    /* with a rival: it must beat the better of the two by 10% */
+    pick_case(2.0, 1.0, 0.5, 1, R, "rival 2x faster than the default");
+    pick_case(1.0, 2.0, 0.5, 1, R, "rival 2x faster than plain");
+    pick_case(2.0, 1.0, 0.92, 0, D, "rival 8% faster than the default");
+    pick_case(1.0, 0.97, 0.92, 1, P, "rival 5% faster than plain, default 3%");
+    pick_case(1.0, 0.94, 0.8, 1, R, "rival 15% faster than the default, both beat plain");
+    pick_case(1.0, 0.94, 0.85, 0, D, "rival 9.6% faster than the default, both beat plain");
+    /* a way measured twice keeps the faster time */
+    MT_CHECK(&T, zmpi_tune_keep(0, 5e-9) == 5e-9, "first measurement not kept");
+    MT_CHECK(&T, zmpi_tune_keep(3e-9, 5e-9) == 3e-9 && zmpi_tune_keep(5e-9, 3e-9) == 3e-9,
+             "a second measurement does not keep the faster");
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&T, &argc, &argv, "test_model");
+    tuner();
     auto_codec();
     estimates();
     formulas();

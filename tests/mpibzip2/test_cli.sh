@@ -270,6 +270,48 @@ done
 mb 3 -d -q "$d/trunc.bz2"
 fine 2 && [ ! -e "$d/trunc" ] && ok || bad "trunc on 3 ranks: want exit 2, no output"
 
+# ---- several files with a bad one among them, against bzip2 1.0.8 itself: bzip2 stops at a
+# file whose data are corrupt or truncated (the files after it are not touched; exit 2) but goes
+# on after one that is not bzip2 at all, and -t tests every file; either way no output of the bad
+# file is left and the exit status is the worst file's ----
+# pair CASE RANKS ARGS...: mpibzip2 and bzip2 on copies of the same files in $d/pm and $d/pb
+pair() {
+    local what=$1 r=$2 bz
+    shift 2
+    rm -rf "$d/pm" "$d/pb" && mkdir "$d/pm" "$d/pb"
+    for f in trunc flip plain good; do cp "$d/$f.bz2" "$d/pm/" && cp "$d/$f.bz2" "$d/pb/"; done
+    (cd "$d/pb" && bzip2 "$@" > "$d/pb.out" 2> /dev/null); bz=$?
+    (cd "$d/pm" && run "$r" "$@" > "$d/pm.out" 2> "$d/err"); rc=$?
+    fine "$bz" && [ "$(ls "$d/pm" | tr '\n' ' ')" = "$(ls "$d/pb" | tr '\n' ' ')" ] && ok ||
+        bad "$what (ranks $r): exit $rc and files $(ls "$d/pm" | tr '\n' ' '), bzip2: exit $bz and $(ls "$d/pb" | tr '\n' ' ')"
+    ls "$d/pm" | grep -q mpibzip2- && bad "$what: temporary file left behind" || ok
+}
+cp "$d/text.ref.bz2" "$d/good.bz2"
+for r in 0 2; do
+    for b in trunc flip; do
+        pair "-d $b good" "$r" -d "$b.bz2" good.bz2
+        pair "-d good $b" "$r" -d good.bz2 "$b.bz2"
+        pair "-dk $b good" "$r" -dk "$b.bz2" good.bz2
+        pair "-t $b good" "$r" -t "$b.bz2" good.bz2
+        # to standard output: nothing after the corrupt file (bzip2 also writes the bad file's
+        # unverified bytes; mpibzip2 its verified blocks only, a prefix of the original)
+        pair "-dc $b good" "$r" -dc "$b.bz2" good.bz2
+        n=$(wc -c < "$d/pm.out")
+        [ "$n" -le "$(wc -c < "$d/text")" ] && [ "$(sha < "$d/pm.out")" = "$(head -c "$n" "$d/text" | sha)" ] && ok ||
+            bad "-dc $b good (ranks $r): the $n bytes written are not a prefix of the bad file's data"
+    done
+    pair "-d plain good" "$r" -d plain.bz2 good.bz2
+    cmp -s "$d/pm/good" "$d/text" && ok || bad "-d plain good (ranks $r): good not decompressed"
+    pair "-d missing good" "$r" -d missing.bz2 good.bz2
+    pair "-d trunc missing good" "$r" -d trunc.bz2 missing.bz2 good.bz2
+done
+mb 0 -d -c "$d/good.bz2" "$d/flip.bz2" "$d/good.bz2"
+n=$(wc -c < "$d/text")
+k=$(( $(wc -c < "$d/out") - n ))
+fine 2 && cmp -s <(head -c "$n" "$d/out") "$d/text" && [ "$k" -ge 0 ] && [ "$k" -lt "$n" ] &&
+    cmp -s <(tail -c "$k" "$d/out") <(head -c "$k" "$d/text") && grep -q "1 of 3 files not processed" "$d/err" && ok ||
+    bad "-dc good flip good: want exit 2, good's data, flip's verified blocks and no more, the file left out named"
+
 # ---- file handling ----
 cp "$d/text" "$d/f1"
 mb 0 "$d/f1"

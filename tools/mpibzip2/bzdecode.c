@@ -955,7 +955,7 @@ static int seq_header(dec *d, uint64_t pos, unsigned stream, int *level)
         int bad = i < 3 ? v != (uint64_t)(unsigned char)hdr[i] : v < '1' || v > '9';
         if (bad) {
             if (stream == 0)
-                return fail(d, BZ_DECODE_CORRUPT, "not a bzip2 file");
+                return fail(d, BZ_DECODE_CORRUPT, BZ_DECODE_NOT_BZIP2);
             fail(d, BZ_DECODE_OK, "trailing garbage after EOF ignored (compressed offset %llu)",
                  (unsigned long long)(pos / 8));
             return BZ_DECODE_OK;

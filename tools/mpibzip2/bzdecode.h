@@ -72,6 +72,10 @@ typedef struct bz_decode_opts {
 #define BZ_DECODE_OK 0      /* success; msg may hold a warning (trailing garbage) */
 #define BZ_DECODE_IOERR 1   /* reading in / writing out failed, or memory is short */
 #define BZ_DECODE_CORRUPT 2 /* not bzip2, corrupt or truncated input */
+/* What msg says (after "NAME: ") when the input does not start with a
+ * bzip2 stream header at all: bzip2 goes on with its next file after such
+ * a file, but stops at one whose data are corrupt or truncated. */
+#define BZ_DECODE_NOT_BZIP2 "not a bzip2 file"
 
 /* Decompresses all bzip2 streams of `in` (read from its current position to
  * EOF) into `out` (unused when test_only), in order. On 2, every byte

@@ -304,6 +304,7 @@ typedef struct run {
     char *outname, *tmpname;
     char msg[512];
     int rc;            /* the exit code for this file */
+    int stop;          /* as bzip2, no further file is processed after this one */
     uint64_t nin, nout;
     progress pg;
 } run;
@@ -534,8 +535,20 @@ static void say_failed(run *r)
         unlink(r->tmpname);
 }
 
-/* Runs one file (or stdin when name is NULL). Returns the exit code for it. */
-static int one(const opts *o, const world *w, const char *name)
+/* Whether bzip2 would process no further file after r's failed step (its
+ * cleanUpAndFail: corrupt or truncated data when decompressing, a failure to
+ * read or write; not a file that cannot be opened or is no bzip2 file at
+ * all, nor corrupt data under -t). */
+static int stops_all(const run *r)
+{
+    size_t l = strlen(r->msg), k = strlen(BZ_DECODE_NOT_BZIP2);
+    int not_bzip2 = l >= k && !strcmp(r->msg + l - k, BZ_DECODE_NOT_BZIP2);
+    return r->rc == 1 || (r->rc == 2 && r->o->mode == 'd' && !not_bzip2);
+}
+
+/* Runs one file (or stdin when name is NULL). Returns the exit code for it;
+ * *stop: no further file is to be processed. */
+static int one(const opts *o, const world *w, const char *name, int *stop)
 {
     run r = {.o = o, .w = w, .name = name, .shown = name ? name : "(stdin)", .in_fd = 0, .tmp_fd = -1};
 
@@ -556,6 +569,7 @@ static int one(const opts *o, const world *w, const char *name)
         say_done(&r);
     if (step == STEP_FAIL)
         say_failed(&r);
+    *stop = step == STEP_FAIL && stops_all(&r);
     free(r.tmpname);
     free(r.outname);
     if (r.in)
@@ -695,16 +709,19 @@ static int start_workers(const opts *o, world *w, int size, int provided)
  * channels. Returns the exit code: the worst of the files'. */
 static int master(const opts *o, world *w, int size, int provided, int mpi, int remote_ok)
 {
-    int rc = 0;
+    int rc = 0, stop = 0;
     say_setup(o, size, provided, mpi, remote_ok);
     if (remote_ok && start_workers(o, w, size, provided))
         return 1;
     if (o->nfiles == 0) {
-        rc = one(o, w, NULL);
+        rc = one(o, w, NULL, &stop);
     } else {
-        for (int i = 0; i < o->nfiles; i++) {
-            int r = one(o, w, o->files[i]);
+        for (int i = 0; i < o->nfiles && !stop; i++) {
+            int r = one(o, w, o->files[i], &stop);
             rc = r > rc ? r : rc;
+            if (stop && i + 1 < o->nfiles && !o->quiet)
+                fprintf(stderr, "mpibzip2: stopped after %s: %d of %d files not processed\n", o->files[i],
+                        o->nfiles - i - 1, o->nfiles);
         }
     }
     /* the workers' channels end */
