@@ -322,8 +322,10 @@ static int set_net_bw(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
 
 static int set_net_lat(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
 {
-    if (!parse_unit(v, 't', &cfg->net_lat))
-        return say(msg, cap, "expected a time, e.g. 50us");
+    if (!strcmp(v, "0"))
+        cfg->net_lat = 0; /* the default: no latency term */
+    else if (!parse_unit(v, 't', &cfg->net_lat))
+        return say(msg, cap, "expected a time, e.g. 50us, or 0");
     return 0;
 }
 

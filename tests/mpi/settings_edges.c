@@ -74,7 +74,7 @@ static const vcase cases[] = {
     {"ZMPI_NET_BW", "1Gbit", 1}, {"ZMPI_NET_BW", "0", 0}, {"ZMPI_NET_BW", "-1Gbit", 0},
     {"ZMPI_NET_BW", "1gbit", 0}, {"ZMPI_NET_BW", "1Gbits", 0}, {"ZMPI_NET_BW", "1Gb/s", 0}, {"ZMPI_NET_BW", "G", 0},
     {"ZMPI_NET_BW", "1e400", 0}, {"ZMPI_NET_BW", "1e308T", 0}, {"ZMPI_NET_BW", "inf", 0},
-    {"ZMPI_NET_LAT", "50us", 1}, {"ZMPI_NET_LAT", "-1us", 0}, {"ZMPI_NET_LAT", "50usec", 0},
+    {"ZMPI_NET_LAT", "50us", 1}, {"ZMPI_NET_LAT", "0", 1}, {"ZMPI_NET_LAT", "-1us", 0}, {"ZMPI_NET_LAT", "50usec", 0},
     {"ZMPI_NET_LAT", "50 us", 0}, {"ZMPI_NET_LAT", "1m", 0}, {"ZMPI_NET_LAT", "1Gbit", 0},
     {"ZMPI_CODEC_SPEED", "3G,4G", 1}, {"ZMPI_CODEC_SPEED", "3G", 1}, {"ZMPI_CODEC_SPEED", "3G,", 0},
     {"ZMPI_CODEC_SPEED", ",4G", 0}, {"ZMPI_CODEC_SPEED", "3G,4G,5G", 0}, {"ZMPI_CODEC_SPEED", "0,4G", 0},
