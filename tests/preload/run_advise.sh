@@ -22,5 +22,6 @@ case $mode in
     utf8) settings="ZMPI_PROFILE_ONLY=1"; args=$(printf 'caf\351-\377-\001') ;;
     *) echo "run_advise.sh: unknown mode $mode" >&2; exit 2 ;;
 esac
-run "$@"
+run "$@" >"$dir/stdout"
+cat "$dir/stdout"
 "$python" "$check" "$dir" "$np" "$n" "$mode"
