@@ -625,22 +625,35 @@ def test_explicit_datatype_moves_bytes_exactly(zc):
 
 
 def test_raw_bytes_that_read_as_a_stream_arrive_as_bytes(zc):
-    """Bytes sent with a float datatype that happen to be a zmpi stream of exactly their size are framed
+    """Bytes sent raw with a float datatype that happen to be a zmpi message of exactly their size are framed
     (as the C library frames raw data), so the receiver gets the bytes, not their decoding."""
     if N == 1:
         pytest.skip("needs two ranks")
-    for n in range(3000, 3100):  # a bare C stream whose length is a whole number of floats
-        z = zmpi.compress(data(n, np.float32, 8), abs=1e-2)[16:]
+    for n in range(3000, 3100):  # a real message (its bytes as they travel, caught by a plain byte receive)
+        if R == 0:  # whose length is a whole number of floats
+            zc.Send([data(n, np.float32, 8) + np.random.default_rng(n).random(n, np.float32), MPI.FLOAT], 1, 79)
+        elif R == 1:
+            st = MPI.Status()
+            zc.comm.Probe(0, 79, st)  # the plain communicator under zc
+            z = bytearray(st.Get_count(MPI.BYTE))
+            zc.comm.Recv([z, MPI.BYTE], 0, 79)
+            z = bytes(z)
+            assert z[:4] == b"ZMPI", "not a compressed message"
+        z = W.bcast(z if R == 1 else None, root=1)
         if len(z) % 4 == 0:
             break
-    stream = np.frombuffer(z, np.uint8)
-    if R == 0:
-        zc.Send([stream, MPI.FLOAT], 1, 80)
-    elif R == 1:  # room for the frame's header (libzmpi_mpi's receive takes the framed stream whole)
-        got = np.zeros(len(z) + 256, np.uint8)
-        st = MPI.Status()
-        zc.Recv([got, MPI.FLOAT], 0, 80, status=st)
-        assert got[:len(z)].tobytes() == z and st.Get_count(MPI.FLOAT) == len(z) // 4
+    assert len(z) % 4 == 0
+    raw = zmpi.Comm(W, eb=EB, mode="abs", min_bytes=1 << 30)  # sends raw: the bytes as they are, framed
+    try:
+        if R == 0:
+            raw.Send([np.frombuffer(z, np.uint8), MPI.FLOAT], 1, 80)
+        elif R == 1:  # room for the frame's header (libzmpi_mpi's receive takes the framed stream whole)
+            got = np.zeros(len(z) + 256, np.uint8)
+            st = MPI.Status()
+            raw.Recv([got, MPI.FLOAT], 0, 80, status=st)
+            assert got[:len(z)].tobytes() == z and st.Get_count(MPI.FLOAT) == len(z) // 4
+    finally:
+        raw.Free()
     W.Barrier()
 
 

@@ -19,7 +19,6 @@ from ._native import CODEC_COUNT, ERR_CORRUPT, ERR_VERSION, P_THREADS, ffi, lib
 from .errors import raise_for
 
 MAGIC = b"ZMPY"
-MAGIC_C = b"ZMPI"  # the C stream's
 VERSION = 1
 _DTYPES = {np.dtype(np.float32): lib.ZMPI_FLOAT, np.dtype(np.float64): lib.ZMPI_DOUBLE}
 _NUMPY = {lib.ZMPI_FLOAT: np.float32, lib.ZMPI_DOUBLE: np.float64, lib.ZMPI_BYTE: np.uint8}
@@ -212,18 +211,3 @@ def evaluate(arr, codec="fzl", abs=None, rel=None, threads=1, repeat=3):
             "nonfinite_mismatch": int(q.nonfinite_mismatch), "bytes": len(z)}
 
 
-def frame_stream(raw, dtype):
-    """Raw bytes (a uint8 array) that read as a C stream of exactly their size, framed as a "stored" stream of
-    their elements (dtype: float32 or float64), so that a receiver takes them as data, never decodes them
-    (libzmpi_mpi frames raw messages so); None if they do not read as one."""
-    if raw.size < 4 or raw[:4].tobytes() != MAGIC_C:
-        return None
-    info = ffi.new("zmpi_stream_info *")
-    if lib.zmpi_stream_info_get(ffi.from_buffer(raw), raw.size, info) != 0 or info.stream_size != raw.size:
-        return None
-    ctx, dt = _Ctx("stored"), _DTYPES[np.dtype(dtype)]
-    count = raw.size // np.dtype(dtype).itemsize
-    cap = lib.zmpi_max_compressed_size(ctx.ptr, count, dt)
-    out = np.empty(cap, np.uint8)
-    n = raise_for(lib.zmpi_compress(ctx.ptr, ffi.from_buffer(raw), count, dt, ffi.from_buffer(out), cap), "framing")
-    return out[:n]

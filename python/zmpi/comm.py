@@ -25,7 +25,6 @@ import numpy as np
 from cffi import FFI
 from mpi4py import MPI
 
-from . import codec as _codec
 from . import config as _config
 from ._native import DLOPEN_FLAGS, find_library
 from .errors import CodecError, Error
@@ -582,9 +581,8 @@ class Comm:
     def _send_args(self, b):
         """(pointer, count, datatype, what to keep alive) of a zmpi send of b. A raw buffer (an explicit
         datatype zmpi compresses, over an array of another type) goes as its bytes, MPI_BYTE, which zmpi
-        sends as they are, so that a zmpi receive gets them exactly; bytes that happen to read as a zmpi
-        stream are framed as a "stored" stream first, as libzmpi_mpi frames raw data, so that no receive
-        decodes them."""
+        sends as they are, so that a zmpi receive gets them exactly (bytes that happen to read as a zmpi
+        message are framed by libzmpi_mpi, so that no receive decodes them)."""
         if not b.raw:
             return b.ptr, b.count, _h(b.type), b
         n = b.count * b.type.Get_size()
@@ -596,10 +594,6 @@ class Comm:
             data, keep = ffi.from_buffer(packed), (b, packed)
         if n > _INT_MAX:
             raise OverflowError(f"{n} bytes do not fit zmpi's C int (MPI-3 counts)")
-        if n >= 4 and ffi.buffer(data, 4)[:] == _codec.MAGIC_C:
-            framed = _codec.frame_stream(np.frombuffer(ffi.buffer(data, n), np.uint8), _float_elements(b.type))
-            if framed is not None:
-                data, n, keep = ffi.from_buffer(framed), framed.size, (keep, framed)
         return data, n, _h(MPI.BYTE), keep
 
     def Send(self, buf, dest, tag=0):

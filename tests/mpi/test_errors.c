@@ -277,6 +277,7 @@ static void mixed_ends(void)
     zmpi_ctx *z = zmpi_ctx_create();
     zmpi_ctx_set_codec(z, ZMPI_CODEC_FZL);
     zmpi_ctx_set_bound(z, ZMPI_EB_ABS, 1e-2);
+    zmpi_ctx_set_param(z, ZMPI_P_MESSAGE, 1); /* the bytes of a message, as they travel */
     unsigned char *fake = malloc((size_t)n * 4 + 1024);
     size_t len = 0;
     mt_fill_field(ref, (size_t)n, MPI_FLOAT, 0); /* the same on every rank */
