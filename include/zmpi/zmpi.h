@@ -111,6 +111,12 @@ typedef struct ZMPI_Config {
      * fit is coded by the codec's intra-step variant instead. */
     size_t channel_mem;
     int trunc_bits;        /* bits trunc / trunc-inter drop (ZMPI_TRUNC_BITS); 0: 32 for doubles, 16 for floats */
+    /* The nodes of the ranks (ZMPI_NODE_RANKS): 0, the MPI's own
+     * (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED: ranks that share memory
+     * share a node); k >= 1: emulated nodes of k consecutive ranks of
+     * MPI_COMM_WORLD (1: every rank a node of its own), for trying node-aware
+     * behaviour on one machine. */
+    int node_ranks;
 } ZMPI_Config;
 
 /* Statistics of a communicator (counters since its creation). */
@@ -135,6 +141,8 @@ typedef struct ZMPI_Stats {
     int last_algorithm[ZMPI_COLL_COUNT];
     unsigned long long channel_bytes;   /* history kept now by the inter-step channels of comm (both directions) */
     unsigned long long grid_sums;       /* SUM reductions added on grid codes (no decompression on the way) */
+    int nodes;                          /* nodes the ranks span, once zmpi has learned it (ZMPI_Comm_nodes; the
+                                           first compressed collective); 0 before */
 } ZMPI_Stats;
 
 /* Fills *cfg with the defaults from the environment. Returns MPI_SUCCESS, or
@@ -194,6 +202,15 @@ ZMPI_API int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg);
  * settings compress. Nothing to do (MPI_SUCCESS) for one rank, an
  * intercommunicator, or settings that do not compress. */
 ZMPI_API int ZMPI_Comm_prepare(MPI_Comm comm);
+/* The node layout zmpi uses for comm (an intracommunicator), learned once per
+ * communicator - collectively over comm the first time unless
+ * ZMPI_NODE_RANKS emulates the nodes (then local) - and kept with it:
+ * *nnodes nodes, numbered in the order of their lowest rank; this rank's
+ * *node, its *local_rank among that node's ranks (in rank order) and
+ * their number *local_size. node_of (NULL, or room for the communicator's
+ * size) receives every rank's node. Any output pointer may be NULL. */
+ZMPI_API int ZMPI_Comm_nodes(MPI_Comm comm, int *nnodes, int *node, int *local_rank, int *local_size,
+                             int *node_of);
 ZMPI_API int ZMPI_Comm_get_config(MPI_Comm comm, ZMPI_Config *cfg);
 /* 1 if calls under cfg compress floating-point data at all: a bound is
  * set, or the codec is a lossless one the MPI layer uses (zstd, xorlzc,

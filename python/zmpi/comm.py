@@ -41,6 +41,7 @@ typedef struct ZMPI_Stats {{
         codec_errors, bytes_raw, bytes_sent, scratch_bytes, ns_compress, ns_decompress;
     int last_algorithm[8];
     unsigned long long channel_bytes, grid_sums;
+    int nodes;
 }} ZMPI_Stats;
 int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg);
 int ZMPI_Comm_get_config(MPI_Comm comm, ZMPI_Config *cfg);
@@ -894,7 +895,7 @@ class Comm:
         out = {k: int(getattr(s, k)) for k in ("calls", "compressed", "fallback_type", "fallback_small",
                                                 "fallback_config", "fallback_model", "codec_errors", "bytes_raw",
                                                 "bytes_sent", "scratch_bytes", "ns_compress", "ns_decompress",
-                                                "channel_bytes", "grid_sums")}
+                                                "channel_bytes", "grid_sums", "nodes")}
         out["ratio"] = out["bytes_raw"] / out["bytes_sent"] if out["bytes_sent"] else None
         return out
 

@@ -20,7 +20,7 @@ typedef struct ZMPI_Config {
     int codec; int eb_mode; double eb; int scope; int threads; size_t min_bytes; size_t chunk;
     int algorithm[8];
     double net_bw; double net_lat; double comp_speed; double decomp_speed; double ratio;
-    size_t scratch_keep; size_t channel_mem; int trunc_bits;
+    size_t scratch_keep; size_t channel_mem; int trunc_bits; int node_ranks;
 } ZMPI_Config;
 int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad);
 int ZMPI_Config_compresses(const ZMPI_Config *cfg);
@@ -43,7 +43,7 @@ class Config:
     chunk; net_bw (bytes/s, 0 = unknown: compress whenever possible), net_lat (s), comp_speed,
     decomp_speed (bytes/s, 0 = built-in), ratio (0 = estimated): the model behind "compress only
     when it pays"; scratch_keep, channel_mem: bytes kept between calls; trunc_bits: bits trunc drops
-    (0: 16 for float, 32 for double). A field left None takes the environment's value or the
+    (0: 16 for float, 32 for double); node_ranks: 0, the MPI's own nodes, or k ranks per emulated node. A field left None takes the environment's value or the
     built-in default (Config.from_env() shows them). eb without eb_mode: the environment's mode
     (ZMPI_EB_MODE), else "rel"; eb_mode "abs" / "rel" without eb: the environment's bound (ZMPI_EB),
     else ValueError; eb_mode "none" takes no bound."""
@@ -62,6 +62,7 @@ class Config:
     scratch_keep: int = None
     channel_mem: int = None
     trunc_bits: int = None
+    node_ranks: int = None
 
     @classmethod
     def from_env(cls):

@@ -313,6 +313,20 @@ static int set_trunc_bits(const char *v, ZMPI_Config *cfg, char *msg, size_t cap
     return 0;
 }
 
+static int set_node_ranks(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    unsigned long long k;
+    if (!strcmp(v, "auto")) {
+        cfg->node_ranks = 0;
+        return 0;
+    }
+    if (!parse_uint(v, ZMPI_NODE_RANKS_MAX, &k) || k < 1)
+        return say(msg, cap, "expected ranks per emulated node, 1 to %d, or auto (the MPI's own nodes)",
+                   ZMPI_NODE_RANKS_MAX);
+    cfg->node_ranks = (int)k;
+    return 0;
+}
+
 static int set_net_bw(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
 {
     if (!parse_unit(v, 'r', &cfg->net_bw))
@@ -422,6 +436,11 @@ static const zmpi_setting settings[] = {
      "low bits trunc and trunc-inter drop, 1 to 52 (DP-Lossy_N; at most 23 for floats); codec: 32 for doubles, 16 "
      "for floats",
      set_trunc_bits},
+    {"ZMPI_NODE_RANKS", "auto",
+     "the nodes of the ranks: auto, the MPI's own (ranks that share memory, MPI_COMM_TYPE_SHARED); k: nodes of k "
+     "consecutive ranks of MPI_COMM_WORLD (1: every rank a node of its own), to try node-aware behaviour on one "
+     "machine",
+     set_node_ranks},
     {"ZMPI_NET_BW", "unset",
      "link bandwidth (1Gbit, 10Gbit, 12.5GB; bytes/s without a unit): turns on \"compress only when it pays\"",
      set_net_bw},
@@ -574,6 +593,8 @@ int zmpi_config_check(const ZMPI_Config *cfg, char *msg, size_t cap)
                    online_cores());
     if (cfg->trunc_bits < 0 || cfg->trunc_bits > 52)
         return say(msg, cap, "trunc_bits %d: 0 (the codec's default) to 52", cfg->trunc_bits);
+    if (cfg->node_ranks < 0 || cfg->node_ranks > ZMPI_NODE_RANKS_MAX)
+        return say(msg, cap, "node_ranks %d: 0 (the MPI's own nodes) to %d", cfg->node_ranks, ZMPI_NODE_RANKS_MAX);
     if (cfg->chunk < 64 || cfg->chunk > (1u << 26))
         return say(msg, cap, "chunk %zu: 64 to 67108864 elements", cfg->chunk);
     const double m[] = {cfg->net_bw, cfg->net_lat, cfg->comp_speed, cfg->decomp_speed, cfg->ratio};

@@ -168,6 +168,39 @@ int zmpi_config_env(ZMPI_Config *cfg, const char **bad, char *msg, size_t cap);
 /* 0 if cfg is valid, else -1 with the reason in msg. */
 int zmpi_config_check(const ZMPI_Config *cfg, char *msg, size_t cap);
 
+/* ---- nodes (topo.c) ---- */
+
+#define ZMPI_NODE_RANKS_MAX (1 << 20) /* largest ZMPI_NODE_RANKS */
+
+/* The node layout of a communicator: which ranks share a node. Nodes are
+ * numbered 0..nnodes-1 in the order of their lowest rank. */
+typedef struct zmpi_topo {
+    int size, nnodes;
+    int node, local_rank, local_size; /* this rank's */
+    int max_local;                    /* ranks on the fullest node */
+    int contiguous;                   /* each node's ranks are consecutive ranks */
+    int emulated;                     /* ZMPI_NODE_RANKS (k consecutive ranks of MPI_COMM_WORLD) */
+    int *node_of;                     /* [size] each rank's node */
+    int *leader;                      /* [nnodes] each node's lowest rank */
+} zmpi_topo;
+
+struct zmpi_comm_state;
+/* The layout of comm, learned on first use and kept in its state: with
+ * ZMPI_NODE_RANKS locally, else collectively over comm (MPI_Comm_split_type;
+ * only when `collective`, i.e. every rank of comm is in the same call).
+ * NULL when not known yet (a non-collective first use), for an
+ * intercommunicator, or when memory or MPI failed (*rc then says which). */
+const zmpi_topo *zmpi_topo_get(struct zmpi_comm_state *s, MPI_Comm comm, int collective, int *rc);
+/* Forgets the layout (the settings changed: learned again on next use). */
+void zmpi_topo_drop(struct zmpi_comm_state *s);
+/* Frees every layout of s (with the state). */
+void zmpi_topo_free(struct zmpi_comm_state *s);
+/* 1 if ranks a and b of a known layout share a node. */
+static inline int zmpi_topo_same(const zmpi_topo *t, int a, int b)
+{
+    return t && a >= 0 && b >= 0 && a < t->size && b < t->size && t->node_of[a] == t->node_of[b];
+}
+
 /* State attached to a communicator (MPI attribute). */
 typedef struct zmpi_comm_state {
     ZMPI_Config cfg;
@@ -200,6 +233,9 @@ typedef struct zmpi_comm_state {
     struct zmpi_chan *chans;
     atomic_size_t chan_bytes;       /* their history, both directions (ZMPI_Stats.channel_bytes) */
     atomic_size_t chan_send_bytes;  /* of which the sending side's (at most cfg.channel_mem) */
+    _Atomic(zmpi_topo *) topo;      /* the node layout once learned (topo.c); NULL before */
+    struct topo_box *topo_retired;  /* layouts the settings replaced, freed with the state */
+    int topo_tried;                 /* the collective learning ran (once: its outcome is every rank's) */
 } zmpi_comm_state;
 
 /* The state of comm, created from the environment on first use (or NULL if

@@ -57,6 +57,7 @@ static void state_free(zmpi_comm_state *s)
     }
     pthread_mutex_destroy(&s->kept_lock);
     zmpi_chans_free(s); /* a duplicate starts with channels of its own */
+    zmpi_topo_free(s);  /* and learns its layout again */
     pthread_mutex_destroy(&s->chan_lock);
     free(s);
 }
@@ -127,8 +128,9 @@ zmpi_comm_state *zmpi_state(MPI_Comm comm)
 /* The settings that decide a collective's path, one 64-bit word each (the
  * model's five numbers hashed into one); slot BAD_SLOT carries rank + 1 of
  * a rank whose own settings are invalid. */
-#define AGREE_FIELDS (9 + ZMPI_COLL_COUNT)
+#define AGREE_FIELDS (10 + ZMPI_COLL_COUNT)
 #define BAD_SLOT 8
+#define NODE_SLOT 9
 static void fingerprint(const ZMPI_Config *c, uint64_t *v)
 {
     const double d[] = {c->eb, c->net_bw, c->net_lat, c->comp_speed, c->decomp_speed, c->ratio};
@@ -145,8 +147,9 @@ static void fingerprint(const ZMPI_Config *c, uint64_t *v)
     for (size_t i = 0; i < 5 * sizeof d[0]; i++)
         h = (h ^ b[i]) * 1099511628211ull;
     v[7] = h;
+    v[NODE_SLOT] = (uint64_t)c->node_ranks;
     for (int k = 0; k < ZMPI_COLL_COUNT; k++)
-        v[9 + k] = (uint64_t)(int64_t)c->algorithm[k];
+        v[10 + k] = (uint64_t)(int64_t)c->algorithm[k];
 }
 
 static const char *field_name(int i)
@@ -154,7 +157,7 @@ static const char *field_name(int i)
     static const char *const names[] = {"ZMPI_CODEC",     "ZMPI_EB_MODE", "ZMPI_EB_SCOPE", "ZMPI_THREADS",
                                         "ZMPI_MIN_BYTES", "ZMPI_CHUNK",   "ZMPI_EB",
                                         "the model (ZMPI_NET_BW, ZMPI_NET_LAT, ZMPI_CODEC_SPEED, ZMPI_RATIO)"};
-    return i < BAD_SLOT ? names[i] : "ZMPI_<COLL>_ALGORITHM";
+    return i < BAD_SLOT ? names[i] : i == NODE_SLOT ? "ZMPI_NODE_RANKS" : "ZMPI_<COLL>_ALGORITHM";
 }
 
 /* Compares cfg across comm's ranks (local_bad: this rank's own settings are
@@ -188,9 +191,9 @@ static int compare(const ZMPI_Config *cfg, int local_bad, MPI_Comm comm, int *ki
     }
     size_t used = 0;
     for (int i = 0; i < AGREE_FIELDS && used < cap; i++) {
-        if (i == BAD_SLOT || g[i] == ~g[AGREE_FIELDS + i] || (i > BAD_SLOT && algo_said))
+        if (i == BAD_SLOT || g[i] == ~g[AGREE_FIELDS + i] || (i > NODE_SLOT && algo_said))
             continue;
-        algo_said |= i > BAD_SLOT;
+        algo_said |= i > NODE_SLOT;
         used += (size_t)snprintf(msg + used, cap - used, "%s%s",
                                  used ? ", " : "the ranks have different settings: ", field_name(i));
     }
@@ -216,7 +219,14 @@ int zmpi_state_agree(zmpi_comm_state *st, MPI_Comm comm)
     st->agreed = 1;
     if (st->bad[0])
         return zmpi_state_error(st);
-    return st->mismatch[0] ? zmpi_err(ZMPI_EK_MISMATCH, "%s", st->mismatch) : MPI_SUCCESS;
+    if (st->mismatch[0])
+        return zmpi_err(ZMPI_EK_MISMATCH, "%s", st->mismatch);
+    if (!st->topo_tried && !st->inter) { /* every rank is here, with the same ZMPI_NODE_RANKS: learn the nodes */
+        int rc;
+        st->topo_tried = 1;
+        zmpi_topo_get(st, comm, 1, &rc); /* failed: nodes unknown, every pair treated as apart */
+    }
+    return MPI_SUCCESS;
 }
 
 int zmpi_state_shadow(zmpi_comm_state *st, MPI_Comm comm)
@@ -275,6 +285,10 @@ int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg)
         snprintf(s->mismatch, sizeof s->mismatch, "ZMPI_Comm_set_config failed on this rank (%s)", why);
         return zmpi_raise(comm, zmpi_err(ZMPI_EK_CONFIG, "ZMPI_Comm_set_config: %s", why));
     }
+    if (cfg->node_ranks != s->cfg.node_ranks) { /* another layout: learned again */
+        zmpi_topo_drop(s);
+        s->topo_tried = 0;
+    }
     s->cfg = *cfg;
     s->bad[0] = '\0';
     snprintf(s->mismatch, sizeof s->mismatch, "%s", differ ? msg : "");
@@ -322,6 +336,8 @@ int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *out)
         out->last_algorithm[k] = atomic_load(&s->last_algo[k]);
     out->channel_bytes = atomic_load(&s->chan_bytes);
     out->grid_sums = atomic_load(&s->grid_sums);
+    const zmpi_topo *t = atomic_load(&s->topo);
+    out->nodes = t ? t->nnodes : 0;
     pthread_mutex_lock(&s->scratch.lock);
     out->scratch_bytes = s->scratch.kept;
     pthread_mutex_unlock(&s->scratch.lock);

@@ -71,6 +71,10 @@ static const vcase cases[] = {
     {"ZMPI_TRUNC_BITS", "codec", 1}, {"ZMPI_TRUNC_BITS", "0", 0}, {"ZMPI_TRUNC_BITS", "1", 1},
     {"ZMPI_TRUNC_BITS", "52", 1}, {"ZMPI_TRUNC_BITS", "53", 0}, {"ZMPI_TRUNC_BITS", "-1", 0},
     {"ZMPI_TRUNC_BITS", "Codec", 0},
+    /* 1 .. 2^20, or auto */
+    {"ZMPI_NODE_RANKS", "auto", 1}, {"ZMPI_NODE_RANKS", "1", 1}, {"ZMPI_NODE_RANKS", "0", 0},
+    {"ZMPI_NODE_RANKS", "1048576", 1}, {"ZMPI_NODE_RANKS", "1048577", 0}, {"ZMPI_NODE_RANKS", "-1", 0},
+    {"ZMPI_NODE_RANKS", "8x", 0}, {"ZMPI_NODE_RANKS", "Auto", 0},
     {"ZMPI_NET_BW", "1Gbit", 1}, {"ZMPI_NET_BW", "0", 0}, {"ZMPI_NET_BW", "-1Gbit", 0},
     {"ZMPI_NET_BW", "1gbit", 0}, {"ZMPI_NET_BW", "1Gbits", 0}, {"ZMPI_NET_BW", "1Gb/s", 0}, {"ZMPI_NET_BW", "G", 0},
     {"ZMPI_NET_BW", "1e400", 0}, {"ZMPI_NET_BW", "1e308T", 0}, {"ZMPI_NET_BW", "inf", 0},
@@ -223,6 +227,10 @@ static void whole(void)
           cfg.trunc_bits);
     CHECK(from_env("ZMPI_TRUNC_BITS", "codec", &cfg) == MPI_SUCCESS && cfg.trunc_bits == 0,
           "ZMPI_TRUNC_BITS=codec: %d", cfg.trunc_bits);
+    CHECK(from_env("ZMPI_NODE_RANKS", "1048576", &cfg) == MPI_SUCCESS && cfg.node_ranks == 1048576,
+          "ZMPI_NODE_RANKS=2^20: %d", cfg.node_ranks);
+    CHECK(from_env("ZMPI_NODE_RANKS", "auto", &cfg) == MPI_SUCCESS && cfg.node_ranks == 0,
+          "ZMPI_NODE_RANKS=auto: %d", cfg.node_ranks);
     CHECK(from_env("ZMPI_SCRATCH", "0", &cfg) == MPI_SUCCESS && cfg.scratch_keep == 0, "ZMPI_SCRATCH=0: %zu",
           cfg.scratch_keep);
     CHECK(from_env("ZMPI_CHANNEL_MEM", "0", &cfg) == MPI_SUCCESS && cfg.channel_mem == 0,
