@@ -545,6 +545,25 @@ static void test_fallbacks(env *e)
     unsigned long long vraw = s1.bytes_raw - s0.bytes_raw, vsent = s1.bytes_sent - s0.bytes_sent;
     MT_CHECK(e->t, vraw == (unsigned long long)(n / 2) * 8 && vsent < vraw,
              "the vector of doubles was not compressed: raw %llu, sent %llu", vraw, vsent);
+    /* ZMPI_MIN_BYTES: a message of exactly that many bytes is compressed, one element fewer is not */
+    for (int m = MIN_BYTES / 8 - 1; m <= MIN_BYTES / 8; m++) {
+        double *a = xmalloc((size_t)m * 8), *b = xmalloc((size_t)m * 8);
+        gen(a, (size_t)m, MPI_DOUBLE, e->rank, 1003, DATA_FIELD);
+        ZMPI_Comm_get_stats(e->comm, &s0);
+        MT_CHECK_RC(e->t, ZMPI_Sendrecv(a, m, MPI_DOUBLE, e->right, 5, b, m, MPI_DOUBLE, e->left, 5, e->comm, &st),
+                    "Sendrecv at ZMPI_MIN_BYTES");
+        ZMPI_Comm_get_stats(e->comm, &s1);
+        unsigned long long raw = s1.bytes_raw - s0.bytes_raw, small = s1.fallback_small - s0.fallback_small;
+        if (m * 8 >= MIN_BYTES)
+            MT_CHECK(e->t, raw == (unsigned long long)m * 8 && small == 0,
+                     "%d bytes with ZMPI_MIN_BYTES=%d: %llu bytes compressed, %llu small fallbacks", m * 8,
+                     MIN_BYTES, raw, small);
+        else
+            MT_CHECK(e->t, raw == 0 && small >= 1, "%d bytes with ZMPI_MIN_BYTES=%d: %llu bytes compressed, %llu "
+                     "small fallbacks", m * 8, MIN_BYTES, raw, small);
+        free(a);
+        free(b);
+    }
     /* no bound: doubles go as plain MPI */
     const mcfg none = {MPI_DOUBLE, ZMPI_EB_NONE, 0.0, "double/none"};
     set_cfg(e, &none, ZMPI_CODEC_FZL);
