@@ -197,12 +197,7 @@ void zmpi_topo_drop(zmpi_comm_state *s)
 
 void zmpi_topo_free(zmpi_comm_state *s)
 {
-    zmpi_topo *t = atomic_exchange(&s->topo, NULL);
-    if (t) {
-        topo_box *b = (topo_box *)t;
-        b->retired = s->topo_retired;
-        s->topo_retired = b;
-    }
+    zmpi_topo_drop(s); /* the current layout joins the retired ones */
     box_free(s->topo_retired);
     s->topo_retired = NULL;
 }
