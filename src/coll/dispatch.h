@@ -159,6 +159,10 @@ int zmpi_coll_shape_count(const zmpi_coll_args *a, zmpi_coll_known *k);
 /* Prepare of the calls with one count (Bcast, Allreduce, Reduce): buffers,
  * count, op and root as given. */
 int zmpi_coll_prepare_count(zmpi_call *c, const zmpi_coll_args *a, zmpi_coll_job *j);
+/* 1 if c's communicator has a known node layout of more than one node
+ * with more than one rank on some node: where the node-aware algorithms
+ * run by default. */
+int zmpi_coll_multinode(const zmpi_call *c);
 /* zmpi_call_bound for compress-once algorithms: each element is compressed once. */
 int zmpi_coll_bound_once(zmpi_call *c, const zmpi_coll_job *j);
 

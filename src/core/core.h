@@ -178,6 +178,7 @@ typedef struct zmpi_topo {
     int size, nnodes;
     int node, local_rank, local_size; /* this rank's */
     int max_local;                    /* ranks on the fullest node */
+    int min_local;                    /* ranks on the emptiest node */
     int contiguous;                   /* each node's ranks are consecutive ranks */
     int emulated;                     /* ZMPI_NODE_RANKS (k consecutive ranks of MPI_COMM_WORLD) */
     int *node_of;                     /* [size] each rank's node */
@@ -195,6 +196,13 @@ const zmpi_topo *zmpi_topo_get(struct zmpi_comm_state *s, MPI_Comm comm, int col
 void zmpi_topo_drop(struct zmpi_comm_state *s);
 /* Frees every layout of s (with the state). */
 void zmpi_topo_free(struct zmpi_comm_state *s);
+/* The communicators of the node-aware algorithms, split from comm (the
+ * private duplicate of the layout's communicator) on first use and kept
+ * with the layout: *node the ranks of this rank's node (in comm's order),
+ * *cross the ranks of the same local rank on every node (ranked by node),
+ * MPI_COMM_NULL on ranks whose local rank is min_local or more. Collective
+ * over comm. MPI_SUCCESS or the error of the split. */
+int zmpi_topo_comms(const zmpi_topo *t, MPI_Comm comm, MPI_Comm *node, MPI_Comm *cross);
 /* 1 if ranks a and b of a known layout share a node. */
 static inline int zmpi_topo_same(const zmpi_topo *t, int a, int b)
 {

@@ -32,6 +32,8 @@
 typedef struct topo_box {
     zmpi_topo t;
     struct topo_box *retired; /* layouts this one replaced */
+    int split;                /* the communicators below were made (zmpi_topo_comms) */
+    MPI_Comm node, cross;
 } topo_box;
 
 typedef struct {
@@ -91,8 +93,11 @@ static int layout(topo_box *b, int size, int me, const int *key)
     t->node = t->node_of[me];
     t->local_size = count[t->node];
     t->max_local = 0;
-    for (int n = 0; n < t->nnodes; n++)
+    t->min_local = size;
+    for (int n = 0; n < t->nnodes; n++) {
         t->max_local = count[n] > t->max_local ? count[n] : t->max_local;
+        t->min_local = count[n] < t->min_local ? count[n] : t->min_local;
+    }
     free(count);
     return MPI_SUCCESS;
 }
@@ -101,6 +106,10 @@ static void box_free(topo_box *b)
 {
     while (b) {
         topo_box *next = b->retired;
+        if (b->node != MPI_COMM_NULL)
+            PMPI_Comm_free(&b->node);
+        if (b->cross != MPI_COMM_NULL)
+            PMPI_Comm_free(&b->cross);
         free(b->t.node_of);
         free(b->t.leader);
         free(b);
@@ -159,6 +168,8 @@ const zmpi_topo *zmpi_topo_get(zmpi_comm_state *s, MPI_Comm comm, int collective
     if (!k && !collective)
         return NULL;
     topo_box *b = calloc(1, sizeof *b);
+    if (b)
+        b->node = b->cross = MPI_COMM_NULL;
     int *key = malloc(sizeof *key * (size_t)(size > 0 ? size : 1));
     if (!b || !key) {
         *rc = MPI_ERR_NO_MEM; /* (a few bytes per rank: the process is out of memory anyway) */
@@ -183,6 +194,36 @@ const zmpi_topo *zmpi_topo_get(zmpi_comm_state *s, MPI_Comm comm, int collective
         return none;
     }
     return &b->t;
+}
+
+int zmpi_topo_comms(const zmpi_topo *t, MPI_Comm comm, MPI_Comm *node, MPI_Comm *cross)
+{
+    topo_box *b = (topo_box *)t; /* t is the first member */
+    int rc = MPI_SUCCESS;
+    if (!b->split) { /* collectives on a communicator are ordered: no other thread is here */
+        int me = 0;
+        rc = PMPI_Comm_rank(comm, &me);
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Comm_split(comm, t->node, me, &b->node);
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Comm_split(comm, t->local_rank < t->min_local ? t->local_rank : MPI_UNDEFINED, t->node,
+                                 &b->cross);
+        if (rc != MPI_SUCCESS) {
+            if (b->node != MPI_COMM_NULL)
+                PMPI_Comm_free(&b->node);
+            if (b->cross != MPI_COMM_NULL)
+                PMPI_Comm_free(&b->cross);
+            return rc;
+        }
+        if (b->node != MPI_COMM_NULL)
+            PMPI_Comm_set_errhandler(b->node, MPI_ERRORS_RETURN);
+        if (b->cross != MPI_COMM_NULL)
+            PMPI_Comm_set_errhandler(b->cross, MPI_ERRORS_RETURN);
+        b->split = 1;
+    }
+    *node = b->node;
+    *cross = b->cross;
+    return rc;
 }
 
 void zmpi_topo_drop(zmpi_comm_state *s)

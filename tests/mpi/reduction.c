@@ -157,8 +157,16 @@ int rt_config(MPI_Comm comm, const rt_case *k, size_t min_bytes, size_t chunk, Z
 int rt_config_codec(MPI_Comm comm, const rt_case *k, size_t min_bytes, size_t chunk, ZMPI_Coll coll, int algo,
                     zmpi_codec codec)
 {
+    return rt_config_nodes(comm, k, min_bytes, chunk, coll, algo, codec, -1);
+}
+
+int rt_config_nodes(MPI_Comm comm, const rt_case *k, size_t min_bytes, size_t chunk, ZMPI_Coll coll, int algo,
+                    zmpi_codec codec, int node_ranks)
+{
     ZMPI_Config cfg;
     ZMPI_Config_from_env(&cfg, NULL);
+    if (node_ranks >= 0)
+        cfg.node_ranks = node_ranks;
     cfg.codec = codec;
     cfg.eb_mode = k->mode;
     cfg.eb = k->eb;

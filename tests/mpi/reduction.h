@@ -123,4 +123,8 @@ int rt_config(MPI_Comm comm, const rt_case *k, size_t min_bytes, size_t chunk, Z
 int rt_config_codec(MPI_Comm comm, const rt_case *k, size_t min_bytes, size_t chunk, ZMPI_Coll coll, int algo,
                     zmpi_codec codec);
 
+/* The same with ZMPI_NODE_RANKS = node_ranks (< 0: the environment's). */
+int rt_config_nodes(MPI_Comm comm, const rt_case *k, size_t min_bytes, size_t chunk, ZMPI_Coll coll, int algo,
+                    zmpi_codec codec, int node_ranks);
+
 #endif

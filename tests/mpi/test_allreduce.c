@@ -189,8 +189,9 @@ static void algorithms(void)
     const char *names[8];
     int ids[8];
     int m = ZMPI_Coll_algorithms(ZMPI_COLL_ALLREDUCE, 8, ids, names, NULL);
-    MT_CHECK(&T, m == 3 && !strcmp(names[0], "rhd") && !strcmp(names[1], "ring") && !strcmp(names[2], "cprp2p"),
-             "algorithms: %d", m);
+    MT_CHECK(&T, m == 4 && !strcmp(names[0], "rhd") && !strcmp(names[1], "ring") && !strcmp(names[2], "cprp2p") &&
+                     !strcmp(names[3], "node"),
+             "algorithms: %d", m); /* node: tests/mpi/test_node.c */
     MT_CHECK(&T, id_ring > 0 && id_cprp2p > 0 && id_rhd > 0 && id_ring != id_cprp2p && id_rhd != id_ring &&
                      id_rhd != id_cprp2p, "ids %d %d %d", id_ring, id_cprp2p, id_rhd);
     setenv("ZMPI_ALLREDUCE_ALGORITHM", "cprp2p", 1);

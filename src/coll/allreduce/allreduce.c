@@ -9,6 +9,10 @@
  *                   all ranks' inputs), N compressions of eb/N each; all
  *                   ranks get bit-identical results.
  *                   message scope: each message within eb; result within N*eb.
+ *   node (default   result scope:  within eb, M compressions of eb/M for M
+ *   on several       nodes (REL: of all ranks' inputs' range); inside a node
+ *   multi-rank       plain. message scope: result within M*eb. Identical
+ *   nodes)           results on all ranks.
  *   cprp2p          result scope:  within eb, 2N-2 compressions of eb/(2N-2).
  *                   message scope: result within (2N-2)*eb; ranks differ.
  * Plus the rounding of the reduction itself in the datatype (as plain MPI,
@@ -46,6 +50,11 @@ static const zmpi_algo algos[ZMPI_ALLREDUCE_ALGO_COUNT] = {
                             "messages instead of 2N-2; error <= N compressions, identical results on all "
                             "ranks",
                             {.allreduce = zmpi_allreduce_rhd}, 0},
+    [ZMPI_ALLREDUCE_NODE] = {"node",
+                             "node-aware: plain reduce-scatter inside each node, rhd across the nodes on "
+                             "each core's slice (compressed, every core coding), plain allgather inside each "
+                             "node; error <= M compressions for M nodes, identical results on all ranks",
+                             {.allreduce = zmpi_allreduce_node}, 0},
 };
 const zmpi_coll_table zmpi_allreduce_table = {algos, ZMPI_ALLREDUCE_ALGO_COUNT, ZMPI_ALLREDUCE_RHD};
 
@@ -54,6 +63,17 @@ static int plain(const zmpi_coll_args *a)
     return PMPI_Allreduce(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op, a->comm);
 }
 
+/* The node-aware algorithm where the communicator spans several nodes and
+ * some node holds several of its ranks; else the table's default. */
+static int choose(const zmpi_call *c, const zmpi_coll_args *a)
+{
+    (void)a;
+    return zmpi_coll_multinode(c) ? ZMPI_ALLREDUCE_NODE : 0;
+}
+
 /* No bound: the algorithms set it themselves. */
-const zmpi_coll_ops zmpi_allreduce_ops = {
-    .reduces = 1, .shape = zmpi_coll_shape_count, .prepare = zmpi_coll_prepare_count, .plain = plain};
+const zmpi_coll_ops zmpi_allreduce_ops = {.reduces = 1,
+                                          .shape = zmpi_coll_shape_count,
+                                          .choose = choose,
+                                          .prepare = zmpi_coll_prepare_count,
+                                          .plain = plain};

@@ -1,0 +1,105 @@
+/*
+ * The node-aware algorithms on emulated nodes (ZMPI_NODE_RANKS = 1, 2, 3, 4
+ * consecutive ranks: at 7 ranks nodes of 2 and 4 leave a short last node,
+ * 3 gives 3+3+1):
+ *   - Allreduce `node`: every element of every result against plain MPI's
+ *     and the documented bound (result scope: the user's bound; message
+ *     scope ABS: one compression per node, M * eb), float and double, ABS
+ *     and REL, SUM / MIN / MAX, counts 0, 1, fewer than the slices, not
+ *     divisible, a real field, MPI_IN_PLACE, non-finite values, the grid
+ *     codes of ZMPI_CODEC=auto; bit-identical results on all ranks;
+ *   - the algorithm that ran: `node` by default wherever the communicator
+ *     spans several nodes with several ranks on one, the flat default (rhd)
+ *     where every rank is a node or one node holds them all, `node` when
+ *     configured whatever the layout.
+ */
+#include <stdlib.h>
+
+#include "reduction.h"
+
+static mt_state T;
+static MPI_Comm comm;
+static int rank, nranks, id_node, id_rhd;
+
+/* One Allreduce at node_ranks per node, checked. */
+static void one(const rt_case *k, int node_ranks, int algo, zmpi_codec codec, size_t n, int inplace, rt_data data)
+{
+    size_t es = rt_es(k->type), wn = n * (size_t)rt_mult(k->op);
+    void *in = mt_xmalloc(n * es + 1), *got = mt_xmalloc(n * es + 1);
+    void *win = mt_xmalloc(wn * rt_wes(k->type) + 1), *wref = mt_xmalloc(wn * rt_wes(k->type) + 1);
+    int nnodes = (nranks + node_ranks - 1) / node_ranks;
+    int multi = nnodes > 1 && nnodes < nranks;
+    int want = algo > 0 ? algo : multi ? id_node : id_rhd;
+    char what[200];
+
+    rt_fill(in, n, k->type, rank, data, k->op);
+    rt_widen(in, n, k->type, k->op, win);
+    MPI_Allreduce(win, wref, (int)wn, rt_wtype(k->type), k->op, comm);
+    double R = mt_global_range(in, n, k->type, comm);
+
+    MT_CHECK_RC(&T, rt_config_nodes(comm, k, 0, 64, ZMPI_COLL_ALLREDUCE, algo, codec, node_ranks),
+                "ZMPI_Comm_set_config");
+    ZMPI_Stats s0 = mt_stats(comm);
+    int rc;
+    if (inplace) {
+        memcpy(got, in, n * es);
+        rc = ZMPI_Allreduce(MPI_IN_PLACE, got, (int)n, k->type, k->op, comm);
+    } else {
+        rc = ZMPI_Allreduce(in, got, (int)n, k->type, k->op, comm);
+    }
+    ZMPI_Stats s1 = mt_stats(comm);
+    snprintf(what, sizeof what, "allreduce nodes of %d, algo %d, %s %s %s %s n=%zu inplace=%d data=%d codec=%d",
+             node_ranks, want, rt_type_name(k->type), rt_mode_name(k->mode), rt_scope_name(k->scope),
+             rt_op_name(k->op), n, inplace, (int)data, (int)codec);
+    MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
+    rt_check_compressed(&T, &s0, &s1, what);
+    mt_check_algo(&T, comm, ZMPI_COLL_ALLREDUCE, want, nranks > 1, what);
+    MT_CHECK(&T, s1.nodes == nnodes, "%s: %d nodes, expected %d", what, s1.nodes, nnodes);
+
+    /* node: one compression per node (M); flat rhd: N */
+    int hops = want == id_node ? nnodes : nranks;
+    double bound = k->scope == ZMPI_SCOPE_MESSAGE && k->mode == ZMPI_EB_ABS ? hops * k->eb
+                                                                             : rt_bound(k, R, nranks, nranks - 1, 1);
+    rt_check_result(&T, what, k, got, wref, n, bound);
+    MT_CHECK(&T, rt_same_everywhere(rt_hash(got, n * es), comm), "%s: ranks got different results", what);
+    free(in);
+    free(got);
+    free(win);
+    free(wref);
+}
+
+static void allreduce(void)
+{
+    size_t counts[5] = {0, 1, 3, (size_t)(7 * nranks + 3), 1000};
+    for (int nr = 1; nr <= 4; nr++) {
+        for (int i = 0; i < RT_MATRIX; i++) {
+            rt_case k = rt_matrix_case(i);
+            one(&k, nr, 0, ZMPI_CODEC_FZL, counts[(i + nr) % 5], (i / 5 + nr) % 2, RT_FIELD);
+        }
+        rt_case a = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
+        rt_case b = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_SUM};
+        rt_case h = {MPI_FLOAT, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_RESULT, MPI_SUM};
+        rt_case m = {MPI_DOUBLE, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_MAX};
+        one(&a, nr, 0, ZMPI_CODEC_AUTO, (size_t)1 << 18, nr % 2, RT_FIELD); /* grid codes */
+        one(&b, nr, 0, ZMPI_CODEC_AUTO, 50000, 0, RT_FIELD);
+        one(&a, nr, id_node, ZMPI_CODEC_FZL, 20000, 1, RT_NOISE); /* configured, whatever the layout */
+        one(&h, nr, 0, ZMPI_CODEC_FZL, 1000, 0, RT_SPECIAL);
+        one(&h, nr, 0, ZMPI_CODEC_AUTO, 1000, 1, RT_SPECIAL);
+        one(&m, nr, id_node, ZMPI_CODEC_AUTO, 1000, 0, RT_SPECIAL);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    mt_init(&T, &argc, &argv, "test_node");
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+    id_node = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_ALLREDUCE, "node");
+    id_rhd = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_ALLREDUCE, "rhd");
+    MT_CHECK(&T, id_node > 0 && id_rhd > 0, "algorithm ids %d %d", id_node, id_rhd);
+    allreduce();
+    MPI_Comm_free(&comm);
+    return mt_finish(&T);
+}
