@@ -6,8 +6,9 @@
  *     and the documented bound (result scope: the user's bound; message
  *     scope ABS: one compression per node, M * eb), float and double, ABS
  *     and REL, SUM / MIN / MAX, counts 0, 1, fewer than the slices, not
- *     divisible, a real field, MPI_IN_PLACE, non-finite values, the grid
- *     codes of ZMPI_CODEC=auto; bit-identical results on all ranks;
+ *     divisible, a real field of 4 MiB,
+ *     MPI_IN_PLACE, non-finite values, the grid codes of ZMPI_CODEC=auto;
+ *     bit-identical results on all ranks;
  *   - the algorithm that ran: `node` by default wherever the communicator
  *     spans several nodes with several ranks on one, the flat default (rhd)
  *     where every rank is a node or one node holds them all, `node` when
@@ -80,7 +81,8 @@ static void allreduce(void)
         rt_case b = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_SUM};
         rt_case h = {MPI_FLOAT, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_RESULT, MPI_SUM};
         rt_case m = {MPI_DOUBLE, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_MAX};
-        one(&a, nr, 0, ZMPI_CODEC_AUTO, (size_t)1 << 18, nr % 2, RT_FIELD); /* grid codes */
+        /* grid codes, 4 MiB and an odd count */
+        one(&a, nr, 0, ZMPI_CODEC_AUTO, ((size_t)1 << 20) + 7, nr % 2, RT_FIELD);
         one(&b, nr, 0, ZMPI_CODEC_AUTO, 50000, 0, RT_FIELD);
         one(&a, nr, id_node, ZMPI_CODEC_FZL, 20000, 1, RT_NOISE); /* configured, whatever the layout */
         one(&h, nr, 0, ZMPI_CODEC_FZL, 1000, 0, RT_SPECIAL);

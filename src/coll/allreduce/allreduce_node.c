@@ -83,6 +83,7 @@ int zmpi_allreduce_node(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     unsigned char *mine = NULL;
     MPI_Comm node = MPI_COMM_NULL, cross = MPI_COMM_NULL;
+    MPI_Request rs = MPI_REQUEST_NULL;
     const zmpi_topo *t = atomic_load(&c->st->topo);
 
     if (!t || t->size != c->size || count > (size_t)INT_MAX) /* the layout is unknown: flat */
@@ -96,6 +97,12 @@ int zmpi_allreduce_node(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t
     ZMPI_CHECK(zmpi_alloc((size_t)L * sizeof *displs, &displs));
     slices(count, K, L, counts, displs);
 
+    /* 1: this rank's slice reduced over its node, started first: the range
+     * below is computed while the node's ranks exchange their slices */
+    size_t n = (size_t)counts[lr];
+    ZMPI_CHECK(zmpi_scratch_get(c, (n ? n : 1) * c->es, &mine));
+    ZMPI_CHECK(PMPI_Ireduce_scatter(in, mine, counts, c->type, op, node, &rs));
+
     /* the bound of the inter-node phase: absolute in result scope */
     zmpi_call sub = *c;
     sub.tune = 0; /* the measurement is the whole call's (zmpi_call_end of c) */
@@ -107,11 +114,7 @@ int zmpi_allreduce_node(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t
         sub.mode = ZMPI_EB_ABS; /* REL over a zero range (constant or no finite input): lossless */
         sub.eb = !(hi > lo) ? 0 : isfinite(e) ? e : DBL_MAX;
     }
-
-    /* 1: this rank's slice reduced over its node */
-    size_t n = (size_t)counts[lr];
-    ZMPI_CHECK(zmpi_scratch_get(c, (n ? n : 1) * c->es, &mine));
-    ZMPI_CHECK(PMPI_Reduce_scatter(in, mine, counts, c->type, op, node));
+    ZMPI_CHECK(PMPI_Wait(&rs, MPI_STATUS_IGNORE));
 
     /* 2: the slice reduced across the nodes, compressed */
     if (cross != MPI_COMM_NULL) {
@@ -129,6 +132,7 @@ fn_exit:
     free(counts);
     free(displs);
     return rc;
-fn_fail:
+fn_fail: /* no request outlives the call */
+    PMPI_Wait(&rs, MPI_STATUS_IGNORE);
     goto fn_exit;
 }
