@@ -9,6 +9,10 @@
  *     divisible, a real field of 4 MiB,
  *     MPI_IN_PLACE, non-finite values, the grid codes of ZMPI_CODEC=auto;
  *     bit-identical results on all ranks;
+ *   - Bcast `node`: the root's buffer unchanged, every other rank's element
+ *     within one compression's bound (REL: of the root's range), the same
+ *     values on every rank but the root, roots first, last and inside a
+ *     node, the same counts and hostile data;
  *   - the algorithm that ran: `node` by default wherever the communicator
  *     spans several nodes with several ranks on one, the flat default (rhd)
  *     where every rank is a node or one node holds them all, `node` when
@@ -20,7 +24,7 @@
 
 static mt_state T;
 static MPI_Comm comm;
-static int rank, nranks, id_node, id_rhd;
+static int rank, nranks, id_node, id_rhd, id_bnode;
 
 /* One Allreduce at node_ranks per node, checked. */
 static void one(const rt_case *k, int node_ranks, int algo, zmpi_codec codec, size_t n, int inplace, rt_data data)
@@ -91,6 +95,75 @@ static void allreduce(void)
     }
 }
 
+/* One Bcast from root at node_ranks per node, checked: the root's buffer
+ * unchanged, every other rank within one compression's bound of it (REL:
+ * of the root's range), all of them holding the same values. */
+static void bcast_one(const rt_case *k, int node_ranks, int algo, size_t n, int root, rt_data data)
+{
+    size_t es = rt_es(k->type);
+    unsigned char *ref = mt_xmalloc(n * es + 1), *got = mt_xmalloc(n * es + 1);
+    int nnodes = (nranks + node_ranks - 1) / node_ranks, multi = nnodes > 1 && nnodes < nranks;
+    int want = algo > 0 ? algo : multi ? id_bnode : -1; /* -1: some flat algorithm */
+    char what[200];
+
+    rt_fill(ref, n, k->type, 0, data, MPI_SUM); /* the same on every rank: the root's data */
+    if (rank == root)
+        memcpy(got, ref, n * es);
+    else
+        memset(got, 0x5a, n * es);
+    MT_CHECK_RC(&T, rt_config_nodes(comm, k, 0, 64, ZMPI_COLL_BCAST, algo, ZMPI_CODEC_AUTO, node_ranks),
+                "ZMPI_Comm_set_config");
+    ZMPI_Stats s0 = mt_stats(comm);
+    int rc = ZMPI_Bcast(got, (int)n, k->type, root, comm);
+    ZMPI_Stats s1 = mt_stats(comm);
+    snprintf(what, sizeof what, "bcast nodes of %d, algo %d, root %d, %s %s %s n=%zu data=%d", node_ranks, want,
+             root, rt_type_name(k->type), rt_mode_name(k->mode), rt_scope_name(k->scope), n, (int)data);
+    MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
+    rt_check_compressed(&T, &s0, &s1, what);
+    if (want > 0)
+        mt_check_algo(&T, comm, ZMPI_COLL_BCAST, want, nranks > 1, what);
+    else
+        MT_CHECK(&T, s1.last_algorithm[ZMPI_COLL_BCAST] != id_bnode, "%s: node-aware Bcast by default", what);
+    double lo = 0, hi = 0, w = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = mt_get(ref, i, k->type);
+        if (isfinite(v)) {
+            lo = i == 0 || v < lo ? v : lo;
+            hi = i == 0 || v > hi ? v : hi;
+        }
+    }
+    double eb = rank == root ? 0.0 : k->mode == ZMPI_EB_ABS ? k->eb : k->eb * (hi - lo);
+    size_t bad = mt_violations(got, ref, n, k->type, eb, &w);
+    MT_CHECK(&T, bad == 0, "%s: %zu elements beyond %g (worst %g)", what, bad, eb, w);
+    /* the non-root ranks agree (the root compares the next rank's values) */
+    unsigned long long h = rt_hash(got, n * es), other = h;
+    if (nranks > 1) {
+        MPI_Bcast(&other, 1, MPI_UNSIGNED_LONG_LONG, (root + 1) % nranks, comm);
+        MT_CHECK(&T, rt_same_everywhere(rank == root ? other : h, comm),
+                 "%s: the ranks other than the root hold different values", what);
+    }
+    free(ref);
+    free(got);
+}
+
+static void bcast(void)
+{
+    size_t counts[5] = {0, 1, 3, (size_t)(7 * nranks + 3), 5000};
+    for (int nr = 1; nr <= 4; nr++) {
+        for (int i = 0; i < RT_MATRIX; i++) {
+            rt_case k = rt_matrix_case(i);
+            int root = (i * 5 + nr) % nranks;
+            bcast_one(&k, nr, 0, counts[(i + nr) % 5], root, RT_FIELD);
+        }
+        rt_case a = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
+        rt_case b = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_SUM};
+        bcast_one(&a, nr, 0, ((size_t)1 << 20) + 7, nranks - 1, RT_FIELD);
+        bcast_one(&b, nr, id_bnode, 20000, nranks / 2, RT_NOISE); /* configured, whatever the layout */
+        bcast_one(&a, nr, 0, 1000, 0, RT_SPECIAL);
+        bcast_one(&b, nr, id_bnode, 1000, nranks - 1, RT_SPECIAL);
+    }
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&T, &argc, &argv, "test_node");
@@ -101,7 +174,10 @@ int main(int argc, char **argv)
     id_node = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_ALLREDUCE, "node");
     id_rhd = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_ALLREDUCE, "rhd");
     MT_CHECK(&T, id_node > 0 && id_rhd > 0, "algorithm ids %d %d", id_node, id_rhd);
+    id_bnode = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_BCAST, "node");
+    MT_CHECK(&T, id_bnode > 0, "Bcast node id %d", id_bnode);
     allreduce();
+    bcast();
     MPI_Comm_free(&comm);
     return mt_finish(&T);
 }

@@ -2,7 +2,7 @@
  * ZMPI_Bcast: row of the dispatcher (coll/dispatch.h) and
  * algorithm table.
  *
- * Guarantee (compress once, binomial and pipelined): the root's buffer is
+ * Guarantee (compress once, binomial, pipelined, scatter_allgather and node): the root's buffer is
  * unchanged; every other rank receives each element within the bound of one
  * compression - ABS: |x' - x| <= eb; REL: <= rel * (max - min) of the root's
  * buffer (pipelined: of the chunk, which is never wider). Message scope and
@@ -47,6 +47,11 @@ static const zmpi_algo algos[ZMPI_BCAST_ALGO_COUNT] = {
                                       "allgathered (about 2 x the compressed size per rank instead of log2 "
                                       "N x); the default from 4 ranks and 4096 elements per rank on",
                                       {.bcast = zmpi_bcast_scatter_allgather}, 0},
+    [ZMPI_BCAST_NODE] = {"node",
+                         "node-aware: the root's node compresses a slice per core, each slice's stream "
+                         "crosses the nodes by MPI's Bcast, slices allgathered plain inside each node; "
+                         "the default on several multi-rank nodes",
+                         {.bcast = zmpi_bcast_node}, 1},
 };
 const zmpi_coll_table zmpi_bcast_table = {algos, ZMPI_BCAST_ALGO_COUNT, ZMPI_BCAST_BINOMIAL};
 
@@ -65,6 +70,8 @@ static int invalid(const zmpi_call *c, const zmpi_coll_args *a)
 static int choose(const zmpi_call *c, const zmpi_coll_args *a)
 {
     size_t n = (size_t)a->count;
+    if (zmpi_coll_multinode(c))
+        return ZMPI_BCAST_NODE; /* compressed bytes across the nodes once, plain inside them */
     if (c->size >= 4 && n >= (size_t)c->size * 4096)
         return ZMPI_BCAST_SCATTER_ALLGATHER; /* large message, many ranks: ~2 x |Z| per rank */
     if (n / 4 >= c->st->cfg.chunk)

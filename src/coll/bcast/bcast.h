@@ -13,6 +13,7 @@ typedef enum zmpi_bcast_algo {
     ZMPI_BCAST_PIPELINED = 2,
     ZMPI_BCAST_CPRP2P = 3,
     ZMPI_BCAST_SCATTER_ALLGATHER = 4,
+    ZMPI_BCAST_NODE = 5,
     ZMPI_BCAST_ALGO_COUNT
 } zmpi_bcast_algo;
 
@@ -20,5 +21,6 @@ int zmpi_bcast_binomial(zmpi_call *c, void *buf, size_t count, int root);
 int zmpi_bcast_pipelined(zmpi_call *c, void *buf, size_t count, int root);
 int zmpi_bcast_cprp2p(zmpi_call *c, void *buf, size_t count, int root);
 int zmpi_bcast_scatter_allgather(zmpi_call *c, void *buf, size_t count, int root);
+int zmpi_bcast_node(zmpi_call *c, void *buf, size_t count, int root);
 
 #endif

@@ -1,0 +1,148 @@
+/*
+ * Node-aware Bcast for clusters of multi-core nodes: the root's node
+ * compresses on all its cores at once, each node's network card receives
+ * the compressed bytes once, and what moves inside a node is plain.
+ *
+ * M nodes; K = the fewest ranks on a node; the buffer is cut into K even
+ * slices, local rank k < K of every node handles slice k. M = 3, K = 2,
+ * root r0 on node A (r0 r1), nodes B (r2 r3) and C (r4 r5):
+ *
+ *   1 inside the root's node, plain: the root scatters the slices
+ *        r0: s0 (its own)   r1 <- s1
+ *   2 each slice compressed once, by its rank on the root's node, in
+ *     parallel:  r0: Z0 = compress(s0)   r1: Z1 = compress(s1)
+ *   3 across the nodes: each slice's stream broadcast among the ranks of
+ *     its local rank, one per node (plain MPI_Bcast of the bytes, after
+ *     their length), so MPI's own tree or pipeline moves compressed bytes:
+ *        Z0: r0 -> r2, r4        Z1: r1 -> r3, r5
+ *     and every one of them but the root decompresses its slice
+ *   4 inside every node, plain: the decompressed slices allgathered
+ *        (the root keeps its buffer: it decodes its own slice for its
+ *        node's ranks and receives theirs into scratch)
+ *
+ * A node's NIC carries each slice's compressed bytes about once (MPI's
+ * Bcast of |Z|/K per rank); the root's node codes on K cores instead of one.
+ *
+ * Error: one compression per element, in both scopes: ABS <= eb; REL <=
+ * rel * (max - min) of the root's whole buffer (the root's range is sent to
+ * the ranks of its node that compress). The root's buffer is unchanged;
+ * every other rank, on the root's node too, holds the same decompressed
+ * values.
+ *
+ * Selected by default when the communicator spans more than one node and
+ * some node holds more than one of its ranks (src/core/topo.c); with the
+ * layout unknown, or a slice whose worst-case stream exceeds INT_MAX bytes,
+ * it runs scatter_allgather.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/bcast/bcast.h"
+#include "coll/common/movement.h"
+
+/* The even cut of count elements into k slices (the first count % k one
+ * element longer) as int counts and displacements of nl ranks (local ranks
+ * >= k: none). */
+static void slices(size_t count, int k, int nl, int *counts, int *displs)
+{
+    size_t base = count / (size_t)k, extra = count % (size_t)k, off = 0;
+    for (int i = 0; i < nl; i++) {
+        size_t n = i < k ? base + ((size_t)i < extra) : 0;
+        counts[i] = (int)n;
+        displs[i] = (int)off;
+        off += n;
+    }
+}
+
+/* The bound of the compressions, set on the ranks of the root's node: ABS
+ * as configured, REL from the root's range (sent over the node). */
+static int node_bound(zmpi_call *c, const void *buf, size_t count, int root, int root_local, MPI_Comm node)
+{
+    if (c->mode != ZMPI_EB_REL)
+        return zmpi_call_bound(c, 1, NULL, 0);
+    double mm[2] = {0, 0};
+    if (c->rank == root)
+        zmpi_value_range(buf, count, c->dt, &mm[0], &mm[1], NULL);
+    int rc = PMPI_Bcast(mm, 2, MPI_DOUBLE, root_local, node);
+    if (rc == MPI_SUCCESS)
+        zmpi_call_bound_range(c, 1, mm[0], mm[1]);
+    return rc;
+}
+
+int zmpi_bcast_node(zmpi_call *c, void *buf, size_t count, int root)
+{
+    int rc = MPI_SUCCESS, drc = MPI_SUCCESS, *counts = NULL, *displs = NULL;
+    unsigned char *z = NULL, *mine = NULL, *sink = NULL, *b = buf;
+    MPI_Comm node = MPI_COMM_NULL, cross = MPI_COMM_NULL;
+    const zmpi_topo *t = atomic_load(&c->st->topo);
+    int K = t ? t->min_local : 1;
+    size_t cap = zmpi_dm_cap(c, count / (size_t)K + 1);
+
+    if (!t || t->size != c->size || count > (size_t)INT_MAX || cap > (size_t)INT_MAX) {
+        if (c->mode == ZMPI_EB_REL && c->rank == root) { /* its bound: the root's range (bcast.c's bound) */
+            double lo, hi;
+            zmpi_value_range(buf, count, c->dt, &lo, &hi, NULL);
+            zmpi_call_bound_range(c, 1, lo, hi);
+        } else {
+            ZMPI_CHECK(zmpi_call_bound(c, 1, NULL, 0));
+        }
+        return zmpi_bcast_scatter_allgather(c, buf, count, root);
+    }
+    zmpi_call_ran(c, ZMPI_BCAST_NODE);
+    if (count == 0)
+        return MPI_SUCCESS;
+    int L = t->local_size, lr = t->local_rank, rnode = t->node_of[root], home = t->node == rnode;
+    int root_local = 0; /* the root's rank on its node (the node's ranks keep comm's order) */
+    for (int r = 0; r < root; r++)
+        root_local += t->node_of[r] == rnode;
+    ZMPI_CHECK(zmpi_topo_comms(t, c->comm, &node, &cross));
+    ZMPI_CHECK(zmpi_alloc((size_t)L * sizeof *counts, &counts));
+    ZMPI_CHECK(zmpi_alloc((size_t)L * sizeof *displs, &displs));
+    slices(count, K, L, counts, displs);
+    size_t n = (size_t)counts[lr], off = (size_t)displs[lr] * c->es;
+
+    if (c->rank == root) /* receives its node's slices in step 4 */
+        ZMPI_CHECK(zmpi_scratch_get(c, count * c->es, &sink));
+    if (home) { /* 1 and 2: the root's node scatters and compresses */
+        ZMPI_CHECK(node_bound(c, buf, count, root, root_local, node));
+        if (c->rank != root)
+            ZMPI_CHECK(zmpi_scratch_get(c, (n ? n : 1) * c->es, &mine));
+        ZMPI_CHECK(PMPI_Scatterv(buf, counts, displs, c->type, c->rank == root ? MPI_IN_PLACE : mine, (int)n,
+                                 c->type, root_local, node));
+    }
+    if (cross != MPI_COMM_NULL) { /* 3: each slice's stream across the nodes */
+        uint64_t len = 0;
+        ZMPI_CHECK(zmpi_scratch_get(c, cap, &z));
+        if (home) {
+            size_t zl = 0;
+            ZMPI_CHECK(zmpi_dm_compress(c, c->rank == root ? b + off : mine, n, z, cap, &zl));
+            len = zl;
+        }
+        ZMPI_CHECK(PMPI_Bcast(&len, 1, MPI_UINT64_T, rnode, cross));
+        if (len > cap) {
+            rc = MPI_ERR_INTERN;
+            goto fn_fail;
+        }
+        ZMPI_CHECK(PMPI_Bcast(z, (int)len, MPI_BYTE, rnode, cross));
+        /* everyone but the root holds the decompressed values: the root
+         * decodes its own slice for its node's ranks, into scratch */
+        if (n > 0) /* an empty slice has an empty stream */
+            drc = zmpi_block_decompress(c, z, len, (sink ? sink : b) + off, n);
+        else if (len > 0)
+            drc = MPI_ERR_OTHER;
+    }
+    /* 4: the slices inside every node (the root's buffer stays as it is) */
+    ZMPI_CHECK(PMPI_Allgatherv(MPI_IN_PLACE, 0, c->type, sink ? sink : buf, counts, displs, c->type, node));
+    rc = drc;
+fn_exit:
+    zmpi_scratch_put(c, z);
+    zmpi_scratch_put(c, mine);
+    zmpi_scratch_put(c, sink);
+    free(counts);
+    free(displs);
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
