@@ -111,8 +111,7 @@ int zmpi_coll_layout(const zmpi_call *c, int count, zmpi_coll_job *j, const int 
 
 int zmpi_coll_multinode(const zmpi_call *c)
 {
-    const zmpi_topo *t = atomic_load(&c->st->topo);
-    return t && t->size == c->size && t->nnodes > 1 && t->max_local > 1;
+    return zmpi_topo_multinode(atomic_load(&c->st->topo), c->size);
 }
 
 int zmpi_coll_bound_once(zmpi_call *c, const zmpi_coll_job *j)

@@ -344,6 +344,10 @@ static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, z
         cls++;
     const double *m = st->tune_t[coll][cls];
     double mp = m[ZMPI_WAY_PLAIN], mz = m[ZMPI_WAY_DEFAULT], mr = m[ZMPI_WAY_RIVAL];
+    /* on several multi-rank nodes the default is a node-aware algorithm,
+     * which the model (of flat algorithms, one link per rank) does not
+     * describe: its measurement decides, never the model's estimate */
+    int nodes = zmpi_node_aware(coll) && zmpi_topo_multinode(atomic_load(&st->topo), size);
     if (mp > 0 && mz > 0 && (mr > 0 || !rivals)) { /* all measured: no model needed (zmpi_tune_pick) */
         int pick = zmpi_tune_pick(mp, mz, mr, st->tune_again[coll][cls]);
         if (pick != ZMPI_TUNE_AGAIN)
@@ -355,13 +359,13 @@ static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, z
     } else {
         int pays = zmpi_model(&st->cfg, coll, size, bytes, dt, &tp, &tz);
         if (mp > 0) {
-            if (!(tz < mp * (double)bytes))
+            if (!nodes && !(tz < mp * (double)bytes))
                 return ZMPI_WAY_PLAIN; /* plain stays, measured once: no more measuring */
             way = ZMPI_WAY_DEFAULT; /* the model says compression can beat it: measure */
         } else if (mz > 0) {
             way = ZMPI_WAY_PLAIN; /* compressed measured: measure plain */
         } else {
-            way = pays ? ZMPI_WAY_DEFAULT : ZMPI_WAY_PLAIN; /* nothing measured: the model's choice first */
+            way = pays || nodes ? ZMPI_WAY_DEFAULT : ZMPI_WAY_PLAIN; /* nothing measured: the model's choice first */
         }
     }
     if (way != ZMPI_WAY_PLAIN && !st->tune_warm[coll][cls][way]) {

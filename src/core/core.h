@@ -203,6 +203,19 @@ void zmpi_topo_free(struct zmpi_comm_state *s);
  * MPI_COMM_NULL on ranks whose local rank is min_local or more. Collective
  * over comm. MPI_SUCCESS or the error of the split. */
 int zmpi_topo_comms(const zmpi_topo *t, MPI_Comm comm, MPI_Comm *node, MPI_Comm *cross);
+/* 1 if layout t of a communicator of `size` ranks has more than one node
+ * and more than one rank on some node: where the node-aware algorithms run
+ * by default. */
+static inline int zmpi_topo_multinode(const zmpi_topo *t, int size)
+{
+    return t && t->size == size && t->nnodes > 1 && t->max_local > 1;
+}
+/* 1 if collective coll has a node-aware algorithm (src/coll/<coll>/<coll>_node.c),
+ * its default on several multi-rank nodes. */
+static inline int zmpi_node_aware(ZMPI_Coll coll)
+{
+    return coll == ZMPI_COLL_ALLREDUCE || coll == ZMPI_COLL_BCAST || coll == ZMPI_COLL_REDUCE;
+}
 /* 1 if ranks a and b of a known layout share a node. */
 static inline int zmpi_topo_same(const zmpi_topo *t, int a, int b)
 {

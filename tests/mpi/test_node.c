@@ -9,10 +9,15 @@
  *     divisible, a real field of 4 MiB,
  *     MPI_IN_PLACE, non-finite values, the grid codes of ZMPI_CODEC=auto;
  *     bit-identical results on all ranks;
+ *   - Reduce `node`: the same checks at the root (roots first, last and in
+ *     between), fewer cases;
  *   - Bcast `node`: the root's buffer unchanged, every other rank's element
  *     within one compression's bound (REL: of the root's range), the same
  *     values on every rank but the root, roots first, last and inside a
  *     node, the same counts and hostile data;
+ *   - the decision on a network the model finds too fast to gain: the
+ *     node-aware default runs first all the same, to be measured (the model
+ *     knows flat algorithms only), a flat one does not;
  *   - the algorithm that ran: `node` by default wherever the communicator
  *     spans several nodes with several ranks on one, the flat default (rhd)
  *     where every rank is a node or one node holds them all, `node` when
@@ -24,17 +29,20 @@
 
 static mt_state T;
 static MPI_Comm comm;
-static int rank, nranks, id_node, id_rhd, id_bnode;
+static int rank, nranks, id_node, id_rhd, id_bnode, id_rnode, id_rsg;
 
-/* One Allreduce at node_ranks per node, checked. */
-static void one(const rt_case *k, int node_ranks, int algo, zmpi_codec codec, size_t n, int inplace, rt_data data)
+/* One Allreduce (root < 0) or Reduce to root at node_ranks per node,
+ * checked (a Reduce at its root only). */
+static void one_at(const rt_case *k, int node_ranks, int algo, zmpi_codec codec, size_t n, int inplace, rt_data data,
+                   int root)
 {
     size_t es = rt_es(k->type), wn = n * (size_t)rt_mult(k->op);
     void *in = mt_xmalloc(n * es + 1), *got = mt_xmalloc(n * es + 1);
     void *win = mt_xmalloc(wn * rt_wes(k->type) + 1), *wref = mt_xmalloc(wn * rt_wes(k->type) + 1);
     int nnodes = (nranks + node_ranks - 1) / node_ranks;
-    int multi = nnodes > 1 && nnodes < nranks;
-    int want = algo > 0 ? algo : multi ? id_node : id_rhd;
+    int multi = nnodes > 1 && nnodes < nranks, all = root < 0, mine = all || rank == root;
+    ZMPI_Coll coll = all ? ZMPI_COLL_ALLREDUCE : ZMPI_COLL_REDUCE;
+    int node = all ? id_node : id_rnode, want = algo > 0 ? algo : multi ? node : all ? id_rhd : id_rsg;
     char what[200];
 
     rt_fill(in, n, k->type, rank, data, k->op);
@@ -42,35 +50,58 @@ static void one(const rt_case *k, int node_ranks, int algo, zmpi_codec codec, si
     MPI_Allreduce(win, wref, (int)wn, rt_wtype(k->type), k->op, comm);
     double R = mt_global_range(in, n, k->type, comm);
 
-    MT_CHECK_RC(&T, rt_config_nodes(comm, k, 0, 64, ZMPI_COLL_ALLREDUCE, algo, codec, node_ranks),
-                "ZMPI_Comm_set_config");
+    MT_CHECK_RC(&T, rt_config_nodes(comm, k, 0, 64, coll, algo, codec, node_ranks), "ZMPI_Comm_set_config");
     ZMPI_Stats s0 = mt_stats(comm);
     int rc;
-    if (inplace) {
+    inplace = inplace && mine;
+    if (inplace)
         memcpy(got, in, n * es);
-        rc = ZMPI_Allreduce(MPI_IN_PLACE, got, (int)n, k->type, k->op, comm);
-    } else {
-        rc = ZMPI_Allreduce(in, got, (int)n, k->type, k->op, comm);
-    }
+    if (all)
+        rc = ZMPI_Allreduce(inplace ? MPI_IN_PLACE : in, got, (int)n, k->type, k->op, comm);
+    else
+        rc = ZMPI_Reduce(inplace ? MPI_IN_PLACE : in, got, (int)n, k->type, k->op, root, comm);
     ZMPI_Stats s1 = mt_stats(comm);
-    snprintf(what, sizeof what, "allreduce nodes of %d, algo %d, %s %s %s %s n=%zu inplace=%d data=%d codec=%d",
-             node_ranks, want, rt_type_name(k->type), rt_mode_name(k->mode), rt_scope_name(k->scope),
-             rt_op_name(k->op), n, inplace, (int)data, (int)codec);
+    snprintf(what, sizeof what, "%s nodes of %d, algo %d, %s %s %s %s n=%zu inplace=%d data=%d codec=%d root=%d",
+             ZMPI_Coll_name(coll), node_ranks, want, rt_type_name(k->type), rt_mode_name(k->mode),
+             rt_scope_name(k->scope), rt_op_name(k->op), n, inplace, (int)data, (int)codec, root);
     MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
     rt_check_compressed(&T, &s0, &s1, what);
-    mt_check_algo(&T, comm, ZMPI_COLL_ALLREDUCE, want, nranks > 1, what);
+    mt_check_algo(&T, comm, coll, want, nranks > 1, what);
     MT_CHECK(&T, s1.nodes == nnodes, "%s: %d nodes, expected %d", what, s1.nodes, nnodes);
 
-    /* node: one compression per node (M); flat rhd: N */
-    int hops = want == id_node ? nnodes : nranks;
+    /* node: one compression per node (M); flat rhd / rsg: N */
+    int hops = want == node ? nnodes : nranks;
     double bound = k->scope == ZMPI_SCOPE_MESSAGE && k->mode == ZMPI_EB_ABS ? hops * k->eb
                                                                              : rt_bound(k, R, nranks, nranks - 1, 1);
-    rt_check_result(&T, what, k, got, wref, n, bound);
-    MT_CHECK(&T, rt_same_everywhere(rt_hash(got, n * es), comm), "%s: ranks got different results", what);
+    if (mine)
+        rt_check_result(&T, what, k, got, wref, n, bound);
+    if (all)
+        MT_CHECK(&T, rt_same_everywhere(rt_hash(got, n * es), comm), "%s: ranks got different results", what);
     free(in);
     free(got);
     free(win);
     free(wref);
+}
+
+static void one(const rt_case *k, int node_ranks, int algo, zmpi_codec codec, size_t n, int inplace, rt_data data)
+{
+    one_at(k, node_ranks, algo, codec, n, inplace, data, -1);
+}
+
+static void reduce(void)
+{
+    size_t counts[5] = {0, 1, 3, (size_t)(7 * nranks + 3), 1000};
+    for (int nr = 1; nr <= 4; nr++) {
+        for (int i = 0; i < RT_MATRIX; i += 2) {
+            rt_case k = rt_matrix_case(i);
+            one_at(&k, nr, 0, ZMPI_CODEC_FZL, counts[(i + nr) % 5], (i / 4 + nr) % 2, RT_FIELD, (i + nr) % nranks);
+        }
+        rt_case a = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
+        rt_case h = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_MAX};
+        one_at(&a, nr, 0, ZMPI_CODEC_AUTO, ((size_t)1 << 18) + 5, 1, RT_FIELD, nranks - 1); /* grid codes */
+        one_at(&a, nr, id_rnode, ZMPI_CODEC_FZL, 20000, 0, RT_NOISE, nranks / 2); /* configured */
+        one_at(&h, nr, 0, ZMPI_CODEC_AUTO, 1000, 1, RT_SPECIAL, 0);
+    }
 }
 
 static void allreduce(void)
@@ -164,6 +195,35 @@ static void bcast(void)
     }
 }
 
+/* The decision with a network configured so fast that the model finds no
+ * gain: where the default is node-aware (several multi-rank nodes), the
+ * model (of flat algorithms, one link per rank) does not veto it - the
+ * first call of a size class runs it, to be measured; elsewhere the first
+ * call is plain, as the model says (later ones follow the measurements). */
+static void decision(void)
+{
+    size_t n = (size_t)1 << 16;
+    float *in = mt_xmalloc(n * sizeof *in), *out = mt_xmalloc(n * sizeof *out);
+    rt_fill(in, n, MPI_FLOAT, rank, RT_FIELD, MPI_SUM);
+    rt_case k = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
+    for (int nr = 1; nr <= 4; nr++) {
+        int nnodes = (nranks + nr - 1) / nr, multi = nnodes > 1 && nnodes < nranks;
+        MT_CHECK_RC(&T, rt_config_nodes(comm, &k, 0, 4096, ZMPI_COLL_ALLREDUCE, 0, ZMPI_CODEC_AUTO, nr),
+                    "ZMPI_Comm_set_config");
+        MT_CHECK_RC(&T, mt_set_network(comm, 1e13, 1e-7), "mt_set_network");
+        ZMPI_Stats s0 = mt_stats(comm); /* the settings changed: nothing measured */
+        MT_CHECK_RC(&T, ZMPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm), "ZMPI_Allreduce");
+        ZMPI_Stats s1 = mt_stats(comm);
+        unsigned long long z = s1.compressed - s0.compressed;
+        if (multi)
+            MT_CHECK(&T, z == 1, "nodes of %d: the node-aware Allreduce did not run first", nr);
+        else
+            MT_CHECK(&T, z == 0, "nodes of %d: compressed first on a network the model finds too fast", nr);
+    }
+    free(in);
+    free(out);
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&T, &argc, &argv, "test_node");
@@ -176,7 +236,12 @@ int main(int argc, char **argv)
     MT_CHECK(&T, id_node > 0 && id_rhd > 0, "algorithm ids %d %d", id_node, id_rhd);
     id_bnode = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_BCAST, "node");
     MT_CHECK(&T, id_bnode > 0, "Bcast node id %d", id_bnode);
+    id_rnode = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_REDUCE, "node");
+    id_rsg = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_REDUCE, "rsg");
+    MT_CHECK(&T, id_rnode > 0 && id_rsg > 0, "Reduce ids %d %d", id_rnode, id_rsg);
     allreduce();
+    reduce();
+    decision();
     bcast();
     MPI_Comm_free(&comm);
     return mt_finish(&T);

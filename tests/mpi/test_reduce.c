@@ -227,7 +227,8 @@ static void algorithms(void)
     const char *names[4];
     int ids[4];
     int m = ZMPI_Coll_algorithms(ZMPI_COLL_REDUCE, 4, ids, names, NULL);
-    MT_CHECK(&T, m == 2 && !strcmp(names[0], "rsg") && !strcmp(names[1], "cprp2p"), "algorithms: %d", m);
+    MT_CHECK(&T, m == 3 && !strcmp(names[0], "rsg") && !strcmp(names[1], "cprp2p") && !strcmp(names[2], "node"),
+             "algorithms: %d", m); /* node: tests/mpi/test_node.c */
     id_rsg = ids[0];
     id_cprp2p = ids[1];
     MT_CHECK(&T, id_cprp2p == ZMPI_Coll_algorithm_from_name(ZMPI_COLL_REDUCE, "cprp2p"), "cprp2p id %d",

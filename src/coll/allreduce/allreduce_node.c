@@ -41,98 +41,37 @@
  * some node holds more than one of its ranks (topology: src/core/topo.c);
  * with the layout unknown it runs rhd over all ranks.
  */
-#include <float.h>
 #include <limits.h>
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "coll/allreduce/allreduce.h"
-#include "coll/common/movement.h"
-
-/* The global value range of every rank's input (REL in result scope):
- * [lo, hi] of the finite values. One small allreduce over comm. */
-static int global_range(zmpi_call *c, const void *in, size_t count, double *lo, double *hi)
-{
-    double mm[2], g[2];
-    zmpi_value_range(in, count, c->dt, &mm[0], &mm[1], NULL);
-    mm[0] = -mm[0];
-    int rc = PMPI_Allreduce(mm, g, 2, MPI_DOUBLE, MPI_MAX, c->comm);
-    *lo = -g[0];
-    *hi = g[1];
-    return rc;
-}
-
-/* The even cut of count elements into k slices (the first count % k one
- * element longer) as int counts and displacements of nl ranks (local ranks
- * >= k: none). */
-static void slices(size_t count, int k, int nl, int *counts, int *displs)
-{
-    size_t base = count / (size_t)k, extra = count % (size_t)k, off = 0;
-    for (int i = 0; i < nl; i++) {
-        size_t n = i < k ? base + ((size_t)i < extra) : 0;
-        counts[i] = (int)n;
-        displs[i] = (int)off;
-        off += n;
-    }
-}
+#include "coll/common/node.h"
 
 int zmpi_allreduce_node(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t count, MPI_Op op)
 {
-    int rc = MPI_SUCCESS, *counts = NULL, *displs = NULL;
+    int rc = MPI_SUCCESS;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    unsigned char *mine = NULL;
-    MPI_Comm node = MPI_COMM_NULL, cross = MPI_COMM_NULL;
-    MPI_Request rs = MPI_REQUEST_NULL;
     const zmpi_topo *t = atomic_load(&c->st->topo);
+    zmpi_node_job j;
+    zmpi_call sub;
 
     if (!t || t->size != c->size || count > (size_t)INT_MAX) /* the layout is unknown: flat */
         return zmpi_allreduce_rhd(c, sendbuf, recvbuf, count, op);
     zmpi_call_ran(c, ZMPI_ALLREDUCE_NODE);
     if (count == 0)
         return MPI_SUCCESS;
-    int K = t->min_local, L = t->local_size, lr = t->local_rank;
-    ZMPI_CHECK(zmpi_topo_comms(t, c->comm, &node, &cross));
-    ZMPI_CHECK(zmpi_alloc((size_t)L * sizeof *counts, &counts));
-    ZMPI_CHECK(zmpi_alloc((size_t)L * sizeof *displs, &displs));
-    slices(count, K, L, counts, displs);
-
-    /* 1: this rank's slice reduced over its node, started first: the range
-     * below is computed while the node's ranks exchange their slices */
-    size_t n = (size_t)counts[lr];
-    ZMPI_CHECK(zmpi_scratch_get(c, (n ? n : 1) * c->es, &mine));
-    ZMPI_CHECK(PMPI_Ireduce_scatter(in, mine, counts, c->type, op, node, &rs));
-
-    /* the bound of the inter-node phase: absolute in result scope */
-    zmpi_call sub = *c;
-    sub.tune = 0; /* the measurement is the whole call's (zmpi_call_end of c) */
-    sub.rival = 0;
-    if (c->mode == ZMPI_EB_REL && c->scope == ZMPI_SCOPE_RESULT) {
-        double lo, hi;
-        ZMPI_CHECK(global_range(c, in, count, &lo, &hi));
-        double e = c->eb * (hi - lo);
-        sub.mode = ZMPI_EB_ABS; /* REL over a zero range (constant or no finite input): lossless */
-        sub.eb = !(hi > lo) ? 0 : isfinite(e) ? e : DBL_MAX;
-    }
-    ZMPI_CHECK(PMPI_Wait(&rs, MPI_STATUS_IGNORE));
-
+    ZMPI_CHECK(zmpi_node_begin(c, t, count, -1, &j));
+    /* 1: this rank's slice reduced over its node (and the bound of phase 2) */
+    ZMPI_CHECK(zmpi_node_reduce_scatter(c, &j, in, count, op, &sub));
     /* 2: the slice reduced across the nodes, compressed */
-    if (cross != MPI_COMM_NULL) {
-        sub.comm = cross;
-        PMPI_Comm_rank(cross, &sub.rank);
-        PMPI_Comm_size(cross, &sub.size);
-        ZMPI_CHECK(zmpi_allreduce_rhd(&sub, MPI_IN_PLACE, mine, n, op));
+    if (j.cross != MPI_COMM_NULL) {
+        ZMPI_CHECK(zmpi_allreduce_rhd(&sub, MPI_IN_PLACE, j.mine, (size_t)j.counts[j.lr], op));
         zmpi_call_ran(c, ZMPI_ALLREDUCE_NODE); /* rhd reported itself */
     }
-
     /* 3: every slice to every rank of the node */
-    ZMPI_CHECK(PMPI_Allgatherv(mine, counts[lr], c->type, recvbuf, counts, displs, c->type, node));
+    ZMPI_CHECK(PMPI_Allgatherv(j.mine, j.counts[j.lr], c->type, recvbuf, j.counts, j.displs, c->type, j.node));
 fn_exit:
-    zmpi_scratch_put(c, mine);
-    free(counts);
-    free(displs);
+    zmpi_node_end(c, &j);
     return rc;
-fn_fail: /* no request outlives the call */
-    PMPI_Wait(&rs, MPI_STATUS_IGNORE);
+fn_fail:
     goto fn_exit;
 }

@@ -36,25 +36,10 @@
  */
 #include <limits.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "coll/bcast/bcast.h"
 #include "coll/common/movement.h"
-
-/* The even cut of count elements into k slices (the first count % k one
- * element longer) as int counts and displacements of nl ranks (local ranks
- * >= k: none). */
-static void slices(size_t count, int k, int nl, int *counts, int *displs)
-{
-    size_t base = count / (size_t)k, extra = count % (size_t)k, off = 0;
-    for (int i = 0; i < nl; i++) {
-        size_t n = i < k ? base + ((size_t)i < extra) : 0;
-        counts[i] = (int)n;
-        displs[i] = (int)off;
-        off += n;
-    }
-}
+#include "coll/common/node.h"
 
 /* The bound of the compressions, set on the ranks of the root's node: ABS
  * as configured, REL from the root's range (sent over the node). */
@@ -73,46 +58,39 @@ static int node_bound(zmpi_call *c, const void *buf, size_t count, int root, int
 
 int zmpi_bcast_node(zmpi_call *c, void *buf, size_t count, int root)
 {
-    int rc = MPI_SUCCESS, drc = MPI_SUCCESS, *counts = NULL, *displs = NULL;
+    int rc = MPI_SUCCESS, drc = MPI_SUCCESS;
     unsigned char *z = NULL, *mine = NULL, *sink = NULL, *b = buf;
-    MPI_Comm node = MPI_COMM_NULL, cross = MPI_COMM_NULL;
     const zmpi_topo *t = atomic_load(&c->st->topo);
-    int K = t ? t->min_local : 1;
-    size_t cap = zmpi_dm_cap(c, count / (size_t)K + 1);
+    size_t cap = zmpi_dm_cap(c, count / (size_t)(t ? t->min_local : 1) + 1);
+    zmpi_node_job j;
 
     if (!t || t->size != c->size || count > (size_t)INT_MAX || cap > (size_t)INT_MAX) {
         if (c->mode == ZMPI_EB_REL && c->rank == root) { /* its bound: the root's range (bcast.c's bound) */
             double lo, hi;
             zmpi_value_range(buf, count, c->dt, &lo, &hi, NULL);
             zmpi_call_bound_range(c, 1, lo, hi);
-        } else {
-            ZMPI_CHECK(zmpi_call_bound(c, 1, NULL, 0));
+        } else if ((rc = zmpi_call_bound(c, 1, NULL, 0)) != MPI_SUCCESS) {
+            return rc;
         }
         return zmpi_bcast_scatter_allgather(c, buf, count, root);
     }
     zmpi_call_ran(c, ZMPI_BCAST_NODE);
     if (count == 0)
         return MPI_SUCCESS;
-    int L = t->local_size, lr = t->local_rank, rnode = t->node_of[root], home = t->node == rnode;
-    int root_local = 0; /* the root's rank on its node (the node's ranks keep comm's order) */
-    for (int r = 0; r < root; r++)
-        root_local += t->node_of[r] == rnode;
-    ZMPI_CHECK(zmpi_topo_comms(t, c->comm, &node, &cross));
-    ZMPI_CHECK(zmpi_alloc((size_t)L * sizeof *counts, &counts));
-    ZMPI_CHECK(zmpi_alloc((size_t)L * sizeof *displs, &displs));
-    slices(count, K, L, counts, displs);
-    size_t n = (size_t)counts[lr], off = (size_t)displs[lr] * c->es;
+    int rnode = t->node_of[root], home = t->node == rnode;
+    ZMPI_CHECK(zmpi_node_begin(c, t, count, root, &j));
+    size_t n = (size_t)j.counts[j.lr], off = (size_t)j.displs[j.lr] * c->es;
 
     if (c->rank == root) /* receives its node's slices in step 4 */
         ZMPI_CHECK(zmpi_scratch_get(c, count * c->es, &sink));
     if (home) { /* 1 and 2: the root's node scatters and compresses */
-        ZMPI_CHECK(node_bound(c, buf, count, root, root_local, node));
+        ZMPI_CHECK(node_bound(c, buf, count, root, j.root_local, j.node));
         if (c->rank != root)
             ZMPI_CHECK(zmpi_scratch_get(c, (n ? n : 1) * c->es, &mine));
-        ZMPI_CHECK(PMPI_Scatterv(buf, counts, displs, c->type, c->rank == root ? MPI_IN_PLACE : mine, (int)n,
-                                 c->type, root_local, node));
+        ZMPI_CHECK(PMPI_Scatterv(buf, j.counts, j.displs, c->type, c->rank == root ? MPI_IN_PLACE : mine, (int)n,
+                                 c->type, j.root_local, j.node));
     }
-    if (cross != MPI_COMM_NULL) { /* 3: each slice's stream across the nodes */
+    if (j.cross != MPI_COMM_NULL) { /* 3: each slice's stream across the nodes */
         uint64_t len = 0;
         ZMPI_CHECK(zmpi_scratch_get(c, cap, &z));
         if (home) {
@@ -120,12 +98,12 @@ int zmpi_bcast_node(zmpi_call *c, void *buf, size_t count, int root)
             ZMPI_CHECK(zmpi_dm_compress(c, c->rank == root ? b + off : mine, n, z, cap, &zl));
             len = zl;
         }
-        ZMPI_CHECK(PMPI_Bcast(&len, 1, MPI_UINT64_T, rnode, cross));
+        ZMPI_CHECK(PMPI_Bcast(&len, 1, MPI_UINT64_T, rnode, j.cross));
         if (len > cap) {
             rc = MPI_ERR_INTERN;
             goto fn_fail;
         }
-        ZMPI_CHECK(PMPI_Bcast(z, (int)len, MPI_BYTE, rnode, cross));
+        ZMPI_CHECK(PMPI_Bcast(z, (int)len, MPI_BYTE, rnode, j.cross));
         /* everyone but the root holds the decompressed values: the root
          * decodes its own slice for its node's ranks, into scratch */
         if (n > 0) /* an empty slice has an empty stream */
@@ -134,14 +112,13 @@ int zmpi_bcast_node(zmpi_call *c, void *buf, size_t count, int root)
             drc = MPI_ERR_OTHER;
     }
     /* 4: the slices inside every node (the root's buffer stays as it is) */
-    ZMPI_CHECK(PMPI_Allgatherv(MPI_IN_PLACE, 0, c->type, sink ? sink : buf, counts, displs, c->type, node));
+    ZMPI_CHECK(PMPI_Allgatherv(MPI_IN_PLACE, 0, c->type, sink ? sink : buf, j.counts, j.displs, c->type, j.node));
     rc = drc;
 fn_exit:
+    zmpi_node_end(c, &j);
     zmpi_scratch_put(c, z);
     zmpi_scratch_put(c, mine);
     zmpi_scratch_put(c, sink);
-    free(counts);
-    free(displs);
     return rc;
 fn_fail:
     goto fn_exit;

@@ -7,6 +7,9 @@
  *                  uncompressed reduction (REL: eb = rel * (max - min) of all
  *                  ranks' inputs); N compressions of eb/N each.
  *   message scope: each message within eb; the result within N*eb (ABS).
+ * node (the default on several multi-rank nodes; reduce_node.c): M
+ * compressions for M nodes (result scope eb / M each, message scope M*eb),
+ * plain inside the nodes.
  * cprp2p (compress-per-hop baseline, binomial tree; reduce_cprp2p.c): the
  * N-1 compressed partials add their errors for SUM, only a path's
  * ceil(log2 N) for MIN/MAX; result scope <= eb (each compression gets
@@ -39,6 +42,11 @@ static const zmpi_algo algos[ZMPI_REDUCE_ALGO_COUNT] = {
                             "baseline: binomial tree where every hop decompresses, reduces and recompresses "
                             "the partial result (error grows per hop)",
                             {.reduce = zmpi_reduce_cprp2p}, 0},
+    [ZMPI_REDUCE_NODE] = {"node",
+                          "node-aware: plain reduce-scatter inside each node, rsg across the nodes to the "
+                          "root's node on each core's slice (compressed, every core coding), plain gather "
+                          "to the root; error <= M compressions for M nodes",
+                          {.reduce = zmpi_reduce_node}, 0},
 };
 const zmpi_coll_table zmpi_reduce_table = {algos, ZMPI_REDUCE_ALGO_COUNT, ZMPI_REDUCE_RSG};
 
@@ -61,6 +69,14 @@ static int plain(const zmpi_coll_args *a)
     return PMPI_Reduce(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op, a->root, a->comm);
 }
 
+/* The node-aware algorithm where the communicator spans several nodes and
+ * some node holds several of its ranks; else the table's default. */
+static int choose(const zmpi_call *c, const zmpi_coll_args *a)
+{
+    (void)a;
+    return zmpi_coll_multinode(c) ? ZMPI_REDUCE_NODE : 0;
+}
+
 /* No bound: the algorithms set it themselves. */
 const zmpi_coll_ops zmpi_reduce_ops = {
-    .reduces = 1, .shape = shape, .prepare = zmpi_coll_prepare_count, .plain = plain};
+    .reduces = 1, .shape = shape, .choose = choose, .prepare = zmpi_coll_prepare_count, .plain = plain};

@@ -1,0 +1,83 @@
+/* Steps shared by the node-aware algorithms (see node.h). */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/common/node.h"
+
+/* The even cut of count elements into k slices (the first count % k one
+ * element longer) as int counts and displacements of the nl ranks of a
+ * node (local ranks k and above: empty). */
+static void slices(size_t count, int k, int nl, int *counts, int *displs)
+{
+    size_t base = count / (size_t)k, extra = count % (size_t)k, off = 0;
+    for (int i = 0; i < nl; i++) {
+        size_t n = i < k ? base + ((size_t)i < extra) : 0;
+        counts[i] = (int)n;
+        displs[i] = (int)off;
+        off += n;
+    }
+}
+
+int zmpi_node_begin(zmpi_call *c, const zmpi_topo *t, size_t count, int root, zmpi_node_job *j)
+{
+    int rc = MPI_SUCCESS;
+    memset(j, 0, sizeof *j);
+    j->t = t;
+    j->node = j->cross = MPI_COMM_NULL;
+    j->rs = MPI_REQUEST_NULL;
+    j->K = t->min_local;
+    j->lr = t->local_rank;
+    for (int r = 0; r < root; r++) /* the node's ranks keep comm's order */
+        j->root_local += t->node_of[r] == t->node_of[root];
+    ZMPI_CHECK(zmpi_topo_comms(t, c->comm, &j->node, &j->cross));
+    ZMPI_CHECK(zmpi_alloc((size_t)t->local_size * sizeof *j->counts, &j->counts));
+    ZMPI_CHECK(zmpi_alloc((size_t)t->local_size * sizeof *j->displs, &j->displs));
+    slices(count, j->K, t->local_size, j->counts, j->displs);
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
+void zmpi_node_end(zmpi_call *c, zmpi_node_job *j)
+{
+    PMPI_Wait(&j->rs, MPI_STATUS_IGNORE); /* no request outlives the call (an error path) */
+    zmpi_scratch_put(c, j->mine);
+    free(j->counts);
+    free(j->displs);
+    j->mine = NULL;
+    j->counts = j->displs = NULL;
+}
+
+int zmpi_node_reduce_scatter(zmpi_call *c, zmpi_node_job *j, const void *in, size_t count, MPI_Op op,
+                             zmpi_call *sub)
+{
+    int rc = MPI_SUCCESS;
+    size_t n = (size_t)j->counts[j->lr];
+    ZMPI_CHECK(zmpi_scratch_get(c, (n ? n : 1) * c->es, &j->mine));
+    ZMPI_CHECK(PMPI_Ireduce_scatter(in, j->mine, j->counts, c->type, op, j->node, &j->rs));
+    *sub = *c;
+    sub->tune = 0; /* the measurement is the whole call's (zmpi_call_end of c) */
+    sub->rival = 0;
+    if (c->mode == ZMPI_EB_REL && c->scope == ZMPI_SCOPE_RESULT) {
+        double mm[2], g[2];
+        zmpi_value_range(in, count, c->dt, &mm[0], &mm[1], NULL);
+        mm[0] = -mm[0];
+        ZMPI_CHECK(PMPI_Allreduce(mm, g, 2, MPI_DOUBLE, MPI_MAX, c->comm));
+        double lo = -g[0], hi = g[1], e = c->eb * (hi - lo);
+        sub->mode = ZMPI_EB_ABS;
+        sub->eb = !(hi > lo) ? 0 : isfinite(e) ? e : DBL_MAX;
+    }
+    if (j->cross != MPI_COMM_NULL) {
+        sub->comm = j->cross;
+        PMPI_Comm_rank(j->cross, &sub->rank);
+        PMPI_Comm_size(j->cross, &sub->size);
+    }
+    ZMPI_CHECK(PMPI_Wait(&j->rs, MPI_STATUS_IGNORE));
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}

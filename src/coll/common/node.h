@@ -1,0 +1,45 @@
+/*
+ * Steps shared by the node-aware algorithms (src/coll/<coll>/<coll>_node.c):
+ * the node's and the cross-node communicators, the cut of a vector into one
+ * slice per core of a node, the reductions' intra-node phase, and the call
+ * that runs a flat compressed algorithm among one rank per node.
+ */
+#ifndef ZMPI_COLL_COMMON_NODE_H
+#define ZMPI_COLL_COMMON_NODE_H
+
+#include <stddef.h>
+
+#include "core/core.h"
+
+/* One node-aware call on this rank. */
+typedef struct zmpi_node_job {
+    const zmpi_topo *t;
+    MPI_Comm node;    /* the ranks of this rank's node */
+    MPI_Comm cross;   /* the ranks of this local rank, one per node (MPI_COMM_NULL: local rank >= K) */
+    int K;            /* slices: the fewest ranks on a node */
+    int lr;           /* this rank's local rank */
+    int *counts, *displs; /* slice of each local rank (K and above: empty), in elements */
+    int root_local;   /* the root's rank on its node (0 without a root) */
+    unsigned char *mine; /* this rank's slice (zmpi_node_reduce_scatter) */
+    MPI_Request rs;
+} zmpi_node_job;
+
+/* Starts a node-aware call of count elements on c's known layout t (root:
+ * the call's root, or -1): the communicators (made on first use,
+ * collective), the slices. Release with zmpi_node_end, on errors too. */
+int zmpi_node_begin(zmpi_call *c, const zmpi_topo *t, size_t count, int root, zmpi_node_job *j);
+void zmpi_node_end(zmpi_call *c, zmpi_node_job *j);
+
+/* The reductions' first phase: this rank's slice of `in` (count elements)
+ * reduced over its node into j->mine (plain MPI_Reduce_scatter), and *sub =
+ * c run among the ranks of j->cross, measured and reported as the whole call
+ * c. In result scope a REL bound becomes the absolute bound rel * (max -
+ * min) of every rank's input (one small allreduce over c's communicator,
+ * computed while the node reduces), so that the flat algorithm among the
+ * nodes bounds the result by the range of all N inputs, not of the nodes'
+ * partial results; a zero range (constant or no finite input) makes it
+ * lossless. */
+int zmpi_node_reduce_scatter(zmpi_call *c, zmpi_node_job *j, const void *in, size_t count, MPI_Op op,
+                             zmpi_call *sub);
+
+#endif
