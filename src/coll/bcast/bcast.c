@@ -49,7 +49,7 @@ static const zmpi_algo algos[ZMPI_BCAST_ALGO_COUNT] = {
                                       {.bcast = zmpi_bcast_scatter_allgather}, 0},
     [ZMPI_BCAST_NODE] = {"node",
                          "node-aware: the root's node compresses a slice per core, each slice's stream "
-                         "crosses the nodes by MPI's Bcast, slices allgathered plain inside each node; "
+                         "crosses the nodes down a binomial tree, slices allgathered plain inside each node; "
                          "the default on several multi-rank nodes",
                          {.bcast = zmpi_bcast_node}, 1},
 };

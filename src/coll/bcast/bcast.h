@@ -5,6 +5,9 @@
 #ifndef ZMPI_COLL_BCAST_H
 #define ZMPI_COLL_BCAST_H
 
+#include <stdint.h>
+
+#include "coll/common/movement.h"
 #include "coll/registry.h"
 
 /* Algorithm ids (ZMPI_Coll_algorithms); ZMPI_BCAST_ALGO_COUNT is one past the largest. */
@@ -22,5 +25,11 @@ int zmpi_bcast_pipelined(zmpi_call *c, void *buf, size_t count, int root);
 int zmpi_bcast_cprp2p(zmpi_call *c, void *buf, size_t count, int root);
 int zmpi_bcast_scatter_allgather(zmpi_call *c, void *buf, size_t count, int root);
 int zmpi_bcast_node(zmpi_call *c, void *buf, size_t count, int root);
+
+/* The binomial tree of `binomial` for a stream already made: the root's z
+ * (*len bytes) reaches every rank's z (capacity cap, *len set), each inner
+ * rank forwarding it to its children by sends added to *r (complete them
+ * with zmpi_dm_waitall; *lenbuf must live until then). */
+int zmpi_bcast_stream(zmpi_call *c, void *z, size_t cap, size_t *len, int root, zmpi_dm_reqs *r, uint64_t *lenbuf);
 
 #endif

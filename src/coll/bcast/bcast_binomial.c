@@ -30,35 +30,44 @@
 #include "coll/bcast/bcast.h"
 #include "coll/common/movement.h"
 
-int zmpi_bcast_binomial(zmpi_call *c, void *buf, size_t count, int root)
+int zmpi_bcast_stream(zmpi_call *c, void *z, size_t cap, size_t *len, int root, zmpi_dm_reqs *r, uint64_t *lenbuf)
 {
-    zmpi_call_ran(c, ZMPI_BCAST_BINOMIAL);
-    int rc = MPI_SUCCESS, drc = MPI_SUCCESS;
-    int size = c->size, v = (c->rank - root + size) % size;
-    unsigned char *z = NULL;
-    size_t cap = zmpi_dm_cap(c, count), len = 0;
-    uint64_t lenbuf = 0;
-    zmpi_dm_reqs r = {0};
+    int rc = MPI_SUCCESS, size = c->size, v = (c->rank - root + size) % size;
     zmpi_dm_vrecv in = {0};
-
-    if (count == 0 || size < 2)
-        goto fn_exit;
-    ZMPI_CHECK(zmpi_scratch_get(c, cap, &z));
-    if (v == 0) {
-        ZMPI_CHECK(zmpi_dm_compress(c, buf, count, z, cap, &len));
-    } else {
+    if (v != 0) {
         int parent = zmpi_dm_real(v - zmpi_dm_lowbit(v, size), root, size);
         ZMPI_CHECK(zmpi_dm_vrecv_post(c, &in, z, cap, parent, ZMPI_TAG_BCAST));
         ZMPI_CHECK(zmpi_dm_vrecv_wait(c, &in));
-        len = in.len;
+        *len = in.len;
     }
     for (int m = zmpi_dm_lowbit(v, size) >> 1; m > 0; m >>= 1) {
         if (v + m >= size)
             continue;
-        ZMPI_CHECK(
-            zmpi_dm_isend_var(c, z, len, cap, zmpi_dm_real(v + m, root, size), ZMPI_TAG_BCAST, &lenbuf, &r));
+        ZMPI_CHECK(zmpi_dm_isend_var(c, z, *len, cap, zmpi_dm_real(v + m, root, size), ZMPI_TAG_BCAST, lenbuf, r));
     }
-    if (v != 0)
+fn_exit:
+    return rc;
+fn_fail:
+    zmpi_dm_vrecv_drop(&in);
+    goto fn_exit;
+}
+
+int zmpi_bcast_binomial(zmpi_call *c, void *buf, size_t count, int root)
+{
+    zmpi_call_ran(c, ZMPI_BCAST_BINOMIAL);
+    int rc = MPI_SUCCESS, drc = MPI_SUCCESS;
+    unsigned char *z = NULL;
+    size_t cap = zmpi_dm_cap(c, count), len = 0;
+    uint64_t lenbuf = 0;
+    zmpi_dm_reqs r = {0};
+
+    if (count == 0 || c->size < 2)
+        goto fn_exit;
+    ZMPI_CHECK(zmpi_scratch_get(c, cap, &z));
+    if (c->rank == root)
+        ZMPI_CHECK(zmpi_dm_compress(c, buf, count, z, cap, &len));
+    ZMPI_CHECK(zmpi_bcast_stream(c, z, cap, &len, root, &r, &lenbuf));
+    if (c->rank != root)
         drc = zmpi_block_decompress(c, z, len, buf, count); /* overlaps the forwarding */
     ZMPI_CHECK(zmpi_dm_waitall(&r));
     rc = drc;
@@ -67,6 +76,5 @@ fn_exit:
     zmpi_scratch_put(c, z);
     return rc;
 fn_fail:
-    zmpi_dm_vrecv_drop(&in);
     goto fn_exit;
 }

@@ -12,16 +12,16 @@
  *   2 each slice compressed once, by its rank on the root's node, in
  *     parallel:  r0: Z0 = compress(s0)   r1: Z1 = compress(s1)
  *   3 across the nodes: each slice's stream broadcast among the ranks of
- *     its local rank, one per node (plain MPI_Bcast of the bytes, after
- *     their length), so MPI's own tree or pipeline moves compressed bytes:
+ *     its local rank, one per node, down the binomial tree of `binomial`
+ *     (each inner rank forwards the bytes as they are):
  *        Z0: r0 -> r2, r4        Z1: r1 -> r3, r5
  *     and every one of them but the root decompresses its slice
  *   4 inside every node, plain: the decompressed slices allgathered
  *        (the root keeps its buffer: it decodes its own slice for its
  *        node's ranks and receives theirs into scratch)
  *
- * A node's NIC carries each slice's compressed bytes about once (MPI's
- * Bcast of |Z|/K per rank); the root's node codes on K cores instead of one.
+ * A node's NIC receives each slice's compressed bytes once and sends them
+ * to at most log2 M nodes; the root's node codes on K cores instead of one.
  *
  * Error: one compression per element, in both scopes: ABS <= eb; REL <=
  * rel * (max - min) of the root's whole buffer (the root's range is sent to
@@ -59,10 +59,12 @@ static int node_bound(zmpi_call *c, const void *buf, size_t count, int root, int
 int zmpi_bcast_node(zmpi_call *c, void *buf, size_t count, int root)
 {
     int rc = MPI_SUCCESS, drc = MPI_SUCCESS;
-    unsigned char *z = NULL, *mine = NULL, *sink = NULL, *b = buf;
+    unsigned char *z = NULL, *mine = NULL, *sink = NULL;
     const zmpi_topo *t = atomic_load(&c->st->topo);
     size_t cap = zmpi_dm_cap(c, count / (size_t)(t ? t->min_local : 1) + 1);
     zmpi_node_job j;
+    zmpi_dm_reqs r = {0};
+    uint64_t lenbuf = 0;
 
     if (!t || t->size != c->size || count > (size_t)INT_MAX || cap > (size_t)INT_MAX) {
         if (c->mode == ZMPI_EB_REL && c->rank == root) { /* its bound: the root's range (bcast.c's bound) */
@@ -79,42 +81,40 @@ int zmpi_bcast_node(zmpi_call *c, void *buf, size_t count, int root)
         return MPI_SUCCESS;
     int rnode = t->node_of[root], home = t->node == rnode;
     ZMPI_CHECK(zmpi_node_begin(c, t, count, root, &j));
-    size_t n = (size_t)j.counts[j.lr], off = (size_t)j.displs[j.lr] * c->es;
+    size_t n = (size_t)j.counts[j.lr];
 
+    /* (no MPI_IN_PLACE below: not every MPI's algorithms support it - SimGrid's do not) */
     if (c->rank == root) /* receives its node's slices in step 4 */
         ZMPI_CHECK(zmpi_scratch_get(c, count * c->es, &sink));
+    ZMPI_CHECK(zmpi_scratch_get(c, (n ? n : 1) * c->es, &mine)); /* the raw, then the decoded slice */
     if (home) { /* 1 and 2: the root's node scatters and compresses */
         ZMPI_CHECK(node_bound(c, buf, count, root, j.root_local, j.node));
-        if (c->rank != root)
-            ZMPI_CHECK(zmpi_scratch_get(c, (n ? n : 1) * c->es, &mine));
-        ZMPI_CHECK(PMPI_Scatterv(buf, j.counts, j.displs, c->type, c->rank == root ? MPI_IN_PLACE : mine, (int)n,
-                                 c->type, j.root_local, j.node));
+        ZMPI_CHECK(PMPI_Scatterv(buf, j.counts, j.displs, c->type, mine, (int)n, c->type, j.root_local, j.node));
     }
-    if (j.cross != MPI_COMM_NULL) { /* 3: each slice's stream across the nodes */
-        uint64_t len = 0;
+    if (j.cross != MPI_COMM_NULL) { /* 3: each slice's stream across the nodes, by binomial's tree */
+        size_t len = 0;
+        zmpi_call sub = *c;
+        sub.comm = j.cross;
+        PMPI_Comm_rank(j.cross, &sub.rank);
+        PMPI_Comm_size(j.cross, &sub.size);
         ZMPI_CHECK(zmpi_scratch_get(c, cap, &z));
-        if (home) {
-            size_t zl = 0;
-            ZMPI_CHECK(zmpi_dm_compress(c, c->rank == root ? b + off : mine, n, z, cap, &zl));
-            len = zl;
-        }
-        ZMPI_CHECK(PMPI_Bcast(&len, 1, MPI_UINT64_T, rnode, j.cross));
-        if (len > cap) {
-            rc = MPI_ERR_INTERN;
-            goto fn_fail;
-        }
-        ZMPI_CHECK(PMPI_Bcast(z, (int)len, MPI_BYTE, rnode, j.cross));
-        /* everyone but the root holds the decompressed values: the root
-         * decodes its own slice for its node's ranks, into scratch */
+        if (home)
+            ZMPI_CHECK(zmpi_dm_compress(c, mine, n, z, cap, &len));
+        ZMPI_CHECK(zmpi_bcast_stream(&sub, z, cap, &len, rnode, &r, &lenbuf));
+        /* everyone but the root holds the decompressed values (the root
+         * decodes its own slice for its node's ranks), while the stream is
+         * forwarded */
         if (n > 0) /* an empty slice has an empty stream */
-            drc = zmpi_block_decompress(c, z, len, (sink ? sink : b) + off, n);
+            drc = zmpi_block_decompress(c, z, len, mine, n);
         else if (len > 0)
             drc = MPI_ERR_OTHER;
+        ZMPI_CHECK(zmpi_dm_waitall(&r));
     }
     /* 4: the slices inside every node (the root's buffer stays as it is) */
-    ZMPI_CHECK(PMPI_Allgatherv(MPI_IN_PLACE, 0, c->type, sink ? sink : buf, j.counts, j.displs, c->type, j.node));
+    ZMPI_CHECK(PMPI_Allgatherv(mine, (int)n, c->type, sink ? sink : buf, j.counts, j.displs, c->type, j.node));
     rc = drc;
 fn_exit:
+    zmpi_dm_reqs_free(&r);
     zmpi_node_end(c, &j);
     zmpi_scratch_put(c, z);
     zmpi_scratch_put(c, mine);
