@@ -22,6 +22,9 @@
  * ZMPI_ALGO_MPI (zmpi_call_begin, same on every rank), and for an invalid
  * root (MPI reports it).
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "coll/dispatch.h"
 #include "coll/reduce/reduce.h"
 
@@ -64,9 +67,26 @@ static int shape(const zmpi_coll_args *a, zmpi_coll_known *k)
     return zmpi_coll_shape_count(a, k);
 }
 
+/* Plain MPI_Reduce with the user's arguments - but for MPI_IN_PLACE at a
+ * root other than 0, where the root passes a copy of its buffer as the send
+ * buffer instead (the same reduction): MPICH 4.0 to 4.1.1 (Debian 12 ships
+ * 4.0.2) crash there when ranks share a node (pmodels/mpich issue 6540,
+ * fixed in 4.1.2), which zmpi reaches whenever it sends plain on one node.
+ * Only the root can pass MPI_IN_PLACE. No memory for the copy: the call as
+ * it was given. */
 static int plain(const zmpi_coll_args *a)
 {
-    return PMPI_Reduce(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op, a->root, a->comm);
+    MPI_Aint lb, extent, tlb, text;
+    char *copy = NULL;
+    if (a->sendbuf != MPI_IN_PLACE || a->root == 0 || a->count <= 0 ||
+        PMPI_Type_get_extent(a->datatype, &lb, &extent) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(a->datatype, &tlb, &text) != MPI_SUCCESS || extent < 0 || text < 0 ||
+        zmpi_alloc((size_t)(a->count - 1) * (size_t)extent + (size_t)text, &copy) != MPI_SUCCESS)
+        return PMPI_Reduce(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op, a->root, a->comm);
+    memcpy(copy, (const char *)a->recvbuf + tlb, (size_t)(a->count - 1) * (size_t)extent + (size_t)text);
+    int rc = PMPI_Reduce(copy - tlb, a->recvbuf, a->count, a->datatype, a->op, a->root, a->comm);
+    free(copy);
+    return rc;
 }
 
 /* The node-aware algorithm where the communicator spans several nodes and
