@@ -117,6 +117,12 @@ typedef struct ZMPI_Config {
      * MPI_COMM_WORLD (1: every rank a node of its own), for trying node-aware
      * behaviour on one machine. */
     int node_ranks;
+    /* Messages between ranks of one node (ZMPI_INTRA_NODE): 0, plain (the
+     * default: shared memory moves data faster than any codec codes it) -
+     * point-to-point messages to a rank of the same node, and the
+     * collectives of a communicator whose ranks all share one node; 1,
+     * compressed as between nodes. */
+    int intra_node;
 } ZMPI_Config;
 
 /* Statistics of a communicator (counters since its creation). */
@@ -143,6 +149,7 @@ typedef struct ZMPI_Stats {
     unsigned long long grid_sums;       /* SUM reductions added on grid codes (no decompression on the way) */
     int nodes;                          /* nodes the ranks span, once zmpi has learned it (ZMPI_Comm_nodes; the
                                            first compressed collective); 0 before */
+    unsigned long long fallback_node;   /* fell back: between ranks of one node (ZMPI_INTRA_NODE=plain) */
 } ZMPI_Stats;
 
 /* Fills *cfg with the defaults from the environment. Returns MPI_SUCCESS, or

@@ -42,6 +42,7 @@ typedef struct ZMPI_Stats {{
     int last_algorithm[8];
     unsigned long long channel_bytes, grid_sums;
     int nodes;
+    unsigned long long fallback_node;
 }} ZMPI_Stats;
 int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg);
 int ZMPI_Comm_get_config(MPI_Comm comm, ZMPI_Config *cfg);
@@ -895,7 +896,7 @@ class Comm:
         out = {k: int(getattr(s, k)) for k in ("calls", "compressed", "fallback_type", "fallback_small",
                                                 "fallback_config", "fallback_model", "codec_errors", "bytes_raw",
                                                 "bytes_sent", "scratch_bytes", "ns_compress", "ns_decompress",
-                                                "channel_bytes", "grid_sums", "nodes")}
+                                                "channel_bytes", "grid_sums", "nodes", "fallback_node")}
         out["ratio"] = out["bytes_raw"] / out["bytes_sent"] if out["bytes_sent"] else None
         return out
 

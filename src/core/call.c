@@ -88,6 +88,8 @@ static void count_why(zmpi_comm_state *st, int why)
         atomic_fetch_add(&st->fallback_config, 1);
     else if (why == ZMPI_WHY_MODEL)
         atomic_fetch_add(&st->fallback_model, 1);
+    else if (why == ZMPI_WHY_NODE)
+        atomic_fetch_add(&st->fallback_node, 1);
 }
 
 /* ---- the model: does compression pay? ----
@@ -448,6 +450,12 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
         why = ZMPI_WHY_CONFIG;
     if (!why && (size < 2 || (bytes != SIZE_MAX && bytes < st->cfg.min_bytes)))
         why = ZMPI_WHY_SMALL;
+    /* every rank on one node: shared memory moves the data faster than a
+     * codec codes it (the layout was learned by zmpi_state_agree: the same
+     * on every rank) */
+    const zmpi_topo *t = atomic_load(&st->topo);
+    if (!why && !st->cfg.intra_node && t && t->size == size && t->nnodes == 1)
+        why = ZMPI_WHY_NODE;
     /* the model and the measurements, unless an algorithm was chosen
      * explicitly; they depend only on the configuration, the sizes and values
      * every rank shares: the same decision on all ranks */
@@ -511,10 +519,27 @@ static int p2p_why(const zmpi_comm_state *st, MPI_Datatype type, zmpi_dtype *dt)
     return why;
 }
 
-static int p2p_decide(zmpi_comm_state *st, MPI_Datatype type, size_t bytes, zmpi_dtype *dt)
+/* 1 if a message to `peer` of comm stays on this rank's node and so goes
+ * plain (ZMPI_INTRA_NODE=plain) - known once comm's layout is: emulated
+ * (ZMPI_NODE_RANKS), or following from MPI_COMM_WORLD's (learned in
+ * MPI_Init by the transparent mode, by the first compressed collective on
+ * MPI_COMM_WORLD, or by ZMPI_Comm_nodes / ZMPI_Comm_prepare on it). The
+ * sender decides alone: the receiver takes a stream or raw bytes alike. */
+static int p2p_same_node(zmpi_comm_state *st, MPI_Comm comm, int peer)
+{
+    int rc;
+    if (st->cfg.intra_node || st->inter || peer < 0)
+        return 0;
+    const zmpi_topo *t = zmpi_topo_get(st, comm, 0, &rc);
+    return t && peer < t->size && t->node_of[peer] == t->node;
+}
+
+static int p2p_decide(zmpi_comm_state *st, MPI_Datatype type, size_t bytes, int same_node, zmpi_dtype *dt)
 {
     atomic_fetch_add(&st->calls, 1);
     int why = p2p_why(st, type, dt);
+    if (!why && same_node)
+        why = ZMPI_WHY_NODE;
     if (why)
         count_why(st, why);
     else if (bytes >= st->cfg.min_bytes)
@@ -532,7 +557,7 @@ int zmpi_p2p_count(MPI_Comm comm, MPI_Datatype type, size_t bytes)
         return MPI_SUCCESS;
     int rc = zmpi_state_error(st);
     if (rc == MPI_SUCCESS)
-        p2p_decide(st, type, bytes, &dt);
+        p2p_decide(st, type, bytes, 0, &dt);
     return rc;
 }
 
@@ -552,7 +577,7 @@ int zmpi_p2p_count_recv(MPI_Comm comm, MPI_Datatype type)
     return rc;
 }
 
-int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t bytes)
+int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t bytes, int peer)
 {
     zmpi_dtype dt;
     c->err = MPI_SUCCESS;
@@ -562,7 +587,7 @@ int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t b
     c->err = zmpi_state_error(st);
     if (c->err != MPI_SUCCESS)
         return ZMPI_CALL_ERR;
-    if (p2p_decide(st, type, bytes, &dt))
+    if (p2p_decide(st, type, bytes, p2p_same_node(st, comm, peer), &dt))
         return ZMPI_CALL_PLAIN;
     if (fill(c, st, comm, type, dt, st->cfg.min_bytes)) {
         count_why(st, ZMPI_WHY_CONFIG);

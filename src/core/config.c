@@ -327,6 +327,17 @@ static int set_node_ranks(const char *v, ZMPI_Config *cfg, char *msg, size_t cap
     return 0;
 }
 
+static int set_intra_node(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    if (!strcmp(v, "plain"))
+        cfg->intra_node = 0;
+    else if (!strcmp(v, "compress"))
+        cfg->intra_node = 1;
+    else
+        return say(msg, cap, "expected plain (messages within a node travel uncompressed) or compress");
+    return 0;
+}
+
 static int set_net_bw(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
 {
     if (!parse_unit(v, 'r', &cfg->net_bw))
@@ -441,6 +452,10 @@ static const zmpi_setting settings[] = {
      "consecutive ranks of MPI_COMM_WORLD (1: every rank a node of its own), to try node-aware behaviour on one "
      "machine",
      set_node_ranks},
+    {"ZMPI_INTRA_NODE", "plain",
+     "messages between ranks of one node: plain (shared memory is faster than any codec: point-to-point "
+     "messages to the same node, and the collectives of a communicator on one node, go uncompressed) or compress",
+     set_intra_node},
     {"ZMPI_NET_BW", "unset",
      "link bandwidth (1Gbit, 10Gbit, 12.5GB; bytes/s without a unit): turns on \"compress only when it pays\"",
      set_net_bw},
@@ -595,6 +610,8 @@ int zmpi_config_check(const ZMPI_Config *cfg, char *msg, size_t cap)
         return say(msg, cap, "trunc_bits %d: 0 (the codec's default) to 52", cfg->trunc_bits);
     if (cfg->node_ranks < 0 || cfg->node_ranks > ZMPI_NODE_RANKS_MAX)
         return say(msg, cap, "node_ranks %d: 0 (the MPI's own nodes) to %d", cfg->node_ranks, ZMPI_NODE_RANKS_MAX);
+    if (cfg->intra_node != 0 && cfg->intra_node != 1)
+        return say(msg, cap, "intra_node %d: 0 (plain) or 1 (compress)", cfg->intra_node);
     if (cfg->chunk < 64 || cfg->chunk > (1u << 26))
         return say(msg, cap, "chunk %zu: 64 to 67108864 elements", cfg->chunk);
     const double m[] = {cfg->net_bw, cfg->net_lat, cfg->comp_speed, cfg->decomp_speed, cfg->ratio};

@@ -137,6 +137,10 @@ typedef struct zmpi_proc {
     MPI_Comm self;              /* private duplicate of MPI_COMM_SELF: message-handle placeholders */
     struct zmpi_kept *handed;   /* kept messages handed out by ZMPI_Mprobe / Improbe */
     int dtype_key;              /* datatype keyval of the cached analyses (dtype.c) */
+    /* once MPI_COMM_WORLD's nodes are learned (topo.c): a node key per rank
+     * of MPI_COMM_WORLD (ranks with equal keys share a node), so that every
+     * communicator's layout follows locally; NULL before */
+    _Atomic(int *) world_key;
 } zmpi_proc;
 
 /* The process context (an attribute of MPI_COMM_SELF), or NULL if it could
@@ -246,8 +250,8 @@ typedef struct zmpi_comm_state {
     pthread_mutex_t kept_lock;
     zmpi_kept *kept;       /* oldest first */
     atomic_int last_algo[ZMPI_COLL_COUNT]; /* ZMPI_Stats.last_algorithm */
-    atomic_ullong calls, compressed, fallback_type, fallback_small, fallback_config, fallback_model, codec_errors,
-        bytes_raw, bytes_sent;
+    atomic_ullong calls, compressed, fallback_type, fallback_small, fallback_config, fallback_model, fallback_node,
+        codec_errors, bytes_raw, bytes_sent;
     atomic_ullong ns_compress, ns_decompress; /* ZMPI_Stats.ns_compress / ns_decompress */
     atomic_ullong grid_sums;                  /* ZMPI_Stats.grid_sums */
     pthread_mutex_t chan_lock;      /* guards the list of inter-step channels (chan.c) */
@@ -257,6 +261,7 @@ typedef struct zmpi_comm_state {
     _Atomic(zmpi_topo *) topo;      /* the node layout once learned (topo.c); NULL before */
     struct topo_box *topo_retired;  /* layouts the settings replaced, freed with the state */
     int topo_tried;                 /* the collective learning ran (once: its outcome is every rank's) */
+    atomic_int topo_local_failed;   /* the layout cannot follow from MPI_COMM_WORLD's (a rank outside it) */
 } zmpi_comm_state;
 
 /* The state of comm, created from the environment on first use (or NULL if
@@ -400,7 +405,7 @@ typedef struct zmpi_call {
 enum { ZMPI_CALL_ERR = -1, ZMPI_CALL_PLAIN = 0, ZMPI_CALL_ON = 1 };
 
 /* Why a call runs as plain MPI. */
-enum { ZMPI_WHY_NONE = 0, ZMPI_WHY_TYPE, ZMPI_WHY_SMALL, ZMPI_WHY_CONFIG, ZMPI_WHY_MODEL };
+enum { ZMPI_WHY_NONE = 0, ZMPI_WHY_TYPE, ZMPI_WHY_SMALL, ZMPI_WHY_CONFIG, ZMPI_WHY_MODEL, ZMPI_WHY_NODE };
 
 /* The model (ZMPI_Model_estimate): 1 if compressing coll pays for `bytes`
  * (the call's own count in bytes, as zmpi_call_begin gets it). */
@@ -427,8 +432,9 @@ int zmpi_model_pick(const ZMPI_Config *cfg, ZMPI_Coll coll, int nranks, size_t b
 int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype type, MPI_Op op,
                     size_t bytes, int rivals);
 /* The same for point-to-point (no algorithm choice, no agreement: each end
- * decides alone, the message describes itself). */
-int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t bytes);
+ * decides alone, the message describes itself), a message to rank `peer`
+ * of comm (plain if it shares this rank's node: ZMPI_INTRA_NODE). */
+int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t bytes, int peer);
 void zmpi_call_end(zmpi_call *c);
 /* Counts a point-to-point call that needs no codec (a receive, another
  * datatype) as zmpi_call_begin_p2p would; returns the settings' error (not

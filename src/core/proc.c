@@ -64,6 +64,7 @@ static int proc_delete(MPI_Comm comm, int key, void *val, void *extra)
     if (p->self != MPI_COMM_NULL)
         PMPI_Comm_free(&p->self);
     zmpi_dtinfo_keyval_free(&p->dtype_key);
+    free(atomic_load(&p->world_key));
     pthread_mutex_destroy(&p->mu);
     pthread_mutex_destroy(&p->err_mu);
     free(p);

@@ -128,9 +128,11 @@ zmpi_comm_state *zmpi_state(MPI_Comm comm)
 /* The settings that decide a collective's path, one 64-bit word each (the
  * model's five numbers hashed into one); slot BAD_SLOT carries rank + 1 of
  * a rank whose own settings are invalid. */
-#define AGREE_FIELDS (10 + ZMPI_COLL_COUNT)
+#define AGREE_FIELDS (ALGO_SLOT + ZMPI_COLL_COUNT)
 #define BAD_SLOT 8
 #define NODE_SLOT 9
+#define INTRA_SLOT 10
+#define ALGO_SLOT 11
 static void fingerprint(const ZMPI_Config *c, uint64_t *v)
 {
     const double d[] = {c->eb, c->net_bw, c->net_lat, c->comp_speed, c->decomp_speed, c->ratio};
@@ -148,8 +150,9 @@ static void fingerprint(const ZMPI_Config *c, uint64_t *v)
         h = (h ^ b[i]) * 1099511628211ull;
     v[7] = h;
     v[NODE_SLOT] = (uint64_t)c->node_ranks;
+    v[INTRA_SLOT] = (uint64_t)c->intra_node;
     for (int k = 0; k < ZMPI_COLL_COUNT; k++)
-        v[10 + k] = (uint64_t)(int64_t)c->algorithm[k];
+        v[ALGO_SLOT + k] = (uint64_t)(int64_t)c->algorithm[k];
 }
 
 static const char *field_name(int i)
@@ -157,7 +160,10 @@ static const char *field_name(int i)
     static const char *const names[] = {"ZMPI_CODEC",     "ZMPI_EB_MODE", "ZMPI_EB_SCOPE", "ZMPI_THREADS",
                                         "ZMPI_MIN_BYTES", "ZMPI_CHUNK",   "ZMPI_EB",
                                         "the model (ZMPI_NET_BW, ZMPI_NET_LAT, ZMPI_CODEC_SPEED, ZMPI_RATIO)"};
-    return i < BAD_SLOT ? names[i] : i == NODE_SLOT ? "ZMPI_NODE_RANKS" : "ZMPI_<COLL>_ALGORITHM";
+    return i < BAD_SLOT      ? names[i]
+           : i == NODE_SLOT  ? "ZMPI_NODE_RANKS"
+           : i == INTRA_SLOT ? "ZMPI_INTRA_NODE"
+                             : "ZMPI_<COLL>_ALGORITHM";
 }
 
 /* Compares cfg across comm's ranks (local_bad: this rank's own settings are
@@ -191,9 +197,9 @@ static int compare(const ZMPI_Config *cfg, int local_bad, MPI_Comm comm, int *ki
     }
     size_t used = 0;
     for (int i = 0; i < AGREE_FIELDS && used < cap; i++) {
-        if (i == BAD_SLOT || g[i] == ~g[AGREE_FIELDS + i] || (i > NODE_SLOT && algo_said))
+        if (i == BAD_SLOT || g[i] == ~g[AGREE_FIELDS + i] || (i >= ALGO_SLOT && algo_said))
             continue;
-        algo_said |= i > NODE_SLOT;
+        algo_said |= i >= ALGO_SLOT;
         used += (size_t)snprintf(msg + used, cap - used, "%s%s",
                                  used ? ", " : "the ranks have different settings: ", field_name(i));
     }
@@ -224,6 +230,8 @@ int zmpi_state_agree(zmpi_comm_state *st, MPI_Comm comm)
     if (!st->topo_tried && !st->inter) { /* every rank is here, with the same ZMPI_NODE_RANKS: learn the nodes */
         int rc;
         st->topo_tried = 1;
+        if (!st->cfg.node_ranks)
+            zmpi_topo_drop(st); /* derived on this rank alone (a point-to-point call): learned with every rank */
         zmpi_topo_get(st, comm, 1, &rc); /* failed: nodes unknown, every pair treated as apart */
     }
     return MPI_SUCCESS;
@@ -327,6 +335,7 @@ int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *out)
     out->fallback_small = atomic_load(&s->fallback_small);
     out->fallback_config = atomic_load(&s->fallback_config);
     out->fallback_model = atomic_load(&s->fallback_model);
+    out->fallback_node = atomic_load(&s->fallback_node);
     out->codec_errors = atomic_load(&s->codec_errors);
     out->bytes_raw = atomic_load(&s->bytes_raw);
     out->bytes_sent = atomic_load(&s->bytes_sent);

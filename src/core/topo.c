@@ -14,6 +14,14 @@
  *                       comm, so done only where every rank is in the same
  *                       call (the first collective that compresses, or
  *                       ZMPI_Comm_prepare / ZMPI_Comm_nodes)
+ *   derived             once MPI_COMM_WORLD's layout is known (learned as
+ *                       above on MPI_COMM_WORLD or a duplicate of it: the
+ *                       transparent mode does it in MPI_Init), every other
+ *                       communicator's follows locally from its ranks' ranks
+ *                       in MPI_COMM_WORLD - also for point-to-point calls,
+ *                       which cannot learn collectively. A collective
+ *                       learning uses it only where every rank of comm can
+ *                       (one small allreduce decides), so all ranks agree.
  *
  * From one key per rank (ranks with equal keys share a node), nodes are
  * numbered in the order of their lowest rank:
@@ -117,9 +125,9 @@ static void box_free(topo_box *b)
     }
 }
 
-/* Emulated nodes: each rank's rank in MPI_COMM_WORLD / k (a rank that is
- * not in MPI_COMM_WORLD, after MPI_Comm_spawn, is a node of its own). */
-static int emulated_keys(MPI_Comm comm, int size, int k, int *key)
+/* Each rank of comm's rank in MPI_COMM_WORLD (MPI_UNDEFINED for a rank that
+ * is not in it, after MPI_Comm_spawn). */
+static int world_ranks(MPI_Comm comm, int size, int *out)
 {
     MPI_Group g = MPI_GROUP_NULL, w = MPI_GROUP_NULL;
     int *ranks = malloc(sizeof *ranks * (size_t)size), rc;
@@ -131,15 +139,61 @@ static int emulated_keys(MPI_Comm comm, int size, int k, int *key)
     if (rc == MPI_SUCCESS)
         rc = PMPI_Comm_group(MPI_COMM_WORLD, &w);
     if (rc == MPI_SUCCESS)
-        rc = PMPI_Group_translate_ranks(g, size, ranks, w, key);
-    for (int r = 0; rc == MPI_SUCCESS && r < size; r++)
-        key[r] = key[r] == MPI_UNDEFINED ? -1 - r : key[r] / k;
+        rc = PMPI_Group_translate_ranks(g, size, ranks, w, out);
     if (g != MPI_GROUP_NULL)
         PMPI_Group_free(&g);
     if (w != MPI_GROUP_NULL)
         PMPI_Group_free(&w);
     free(ranks);
     return rc;
+}
+
+/* Emulated nodes: each rank's rank in MPI_COMM_WORLD / k (a rank that is
+ * not in MPI_COMM_WORLD is a node of its own). */
+static int emulated_keys(MPI_Comm comm, int size, int k, int *key)
+{
+    int rc = world_ranks(comm, size, key);
+    for (int r = 0; rc == MPI_SUCCESS && r < size; r++)
+        key[r] = key[r] == MPI_UNDEFINED ? -1 - r : key[r] / k;
+    return rc;
+}
+
+/* The keys of comm's ranks from MPI_COMM_WORLD's layout: 1 if it is known
+ * and every rank of comm is in MPI_COMM_WORLD (key filled), 0 if not, or
+ * -1 on an MPI or memory failure (*rc). Local. */
+static int derived_keys(MPI_Comm comm, int size, int *key, int *rc)
+{
+    zmpi_proc *p = zmpi_proc_get();
+    const int *wk = p ? atomic_load(&p->world_key) : NULL;
+    *rc = MPI_SUCCESS;
+    if (!wk)
+        return 0;
+    *rc = world_ranks(comm, size, key);
+    if (*rc != MPI_SUCCESS)
+        return -1;
+    for (int r = 0; r < size; r++) {
+        if (key[r] == MPI_UNDEFINED)
+            return 0;
+        key[r] = wk[key[r]];
+    }
+    return 1;
+}
+
+/* Keeps the keys just learned collectively on comm as MPI_COMM_WORLD's if
+ * comm has its ranks in its order (MPI_COMM_WORLD or a duplicate). */
+static void keep_world(MPI_Comm comm, int size, const int *key)
+{
+    int same = MPI_UNEQUAL;
+    zmpi_proc *p = zmpi_proc_get();
+    if (!p || atomic_load(&p->world_key) || PMPI_Comm_compare(comm, MPI_COMM_WORLD, &same) != MPI_SUCCESS ||
+        (same != MPI_IDENT && same != MPI_CONGRUENT))
+        return;
+    int *copy = malloc(sizeof *copy * (size_t)size), *none = NULL;
+    if (!copy)
+        return; /* not kept: the layouts are learned per communicator */
+    memcpy(copy, key, sizeof *copy * (size_t)size);
+    if (!atomic_compare_exchange_strong(&p->world_key, &none, copy))
+        free(copy); /* another thread kept the same keys first */
 }
 
 /* The MPI's nodes: the lowest rank of comm among the ranks that share this
@@ -165,8 +219,11 @@ const zmpi_topo *zmpi_topo_get(zmpi_comm_state *s, MPI_Comm comm, int collective
     if (t || s->inter || comm == MPI_COMM_NULL)
         return t;
     int k = s->cfg.node_ranks, size = s->size, me = 0;
-    if (!k && !collective)
-        return NULL;
+    if (!k && !collective) { /* a point-to-point call: only from MPI_COMM_WORLD's layout, and cheaply */
+        zmpi_proc *p = zmpi_proc_get();
+        if (!p || !atomic_load(&p->world_key) || atomic_load(&s->topo_local_failed))
+            return NULL;
+    }
     topo_box *b = calloc(1, sizeof *b);
     if (b)
         b->node = b->cross = MPI_COMM_NULL;
@@ -178,8 +235,25 @@ const zmpi_topo *zmpi_topo_get(zmpi_comm_state *s, MPI_Comm comm, int collective
         return NULL;
     }
     *rc = PMPI_Comm_rank(comm, &me);
-    if (*rc == MPI_SUCCESS)
-        *rc = k ? emulated_keys(comm, size, k, key) : shared_keys(comm, me, key);
+    if (*rc == MPI_SUCCESS && k) {
+        *rc = emulated_keys(comm, size, k, key);
+    } else if (*rc == MPI_SUCCESS) {
+        int derived = derived_keys(comm, size, key, rc);
+        if (collective) { /* derived only where every rank can derive: otherwise all learn together */
+            int all = derived == 1; /* a rank that failed to derive learns with the others */
+            *rc = PMPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm);
+            if (*rc == MPI_SUCCESS && !all) {
+                *rc = shared_keys(comm, me, key);
+                if (*rc == MPI_SUCCESS)
+                    keep_world(comm, size, key);
+            }
+        } else if (derived == 0) {
+            atomic_store(&s->topo_local_failed, 1); /* a rank outside MPI_COMM_WORLD: never derived */
+            free(b);
+            free(key);
+            return NULL;
+        }
+    }
     if (*rc == MPI_SUCCESS)
         *rc = layout(b, size, me, key);
     free(key);

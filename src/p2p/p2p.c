@@ -558,7 +558,7 @@ static int send_prepare(const void *buf, int count, MPI_Datatype type, int peer,
         return MPI_SUCCESS; /* raw: one MPI_BYTE message cannot hold it, the receiver takes any size */
     if (count > 0 && !buf)
         return MPI_ERR_BUFFER;
-    int on = zmpi_call_begin_p2p(&c, comm, type, raw);
+    int on = zmpi_call_begin_p2p(&c, comm, type, raw, peer);
     if (on == ZMPI_CALL_ERR)
         return c.err;
     int rc = MPI_SUCCESS;

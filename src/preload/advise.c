@@ -27,7 +27,8 @@ const zp_net zp_nets[ZP_NNET] = {
     {"100Gb", 12.5e9, 2e-6},
 };
 
-const char *const zp_fallback_names[ZP_NFB] = {"type", "small", "config", "model", "codec_error"};
+const char *const zp_fallback_names[ZP_NFB] = {"type", "small", "config", "model", "codec_error",
+                                                      "same_node"};
 
 int zp_sample_due(unsigned long long nth, unsigned taken, int max)
 {

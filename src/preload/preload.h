@@ -19,7 +19,7 @@
  * 1e-6. */
 #define ZP_NRUNG 6
 /* Why zmpi sent a call's data plain (ZMPI_Stats fallback counters). */
-enum { ZP_FB_TYPE, ZP_FB_SMALL, ZP_FB_CONFIG, ZP_FB_MODEL, ZP_FB_CODEC, ZP_NFB };
+enum { ZP_FB_TYPE, ZP_FB_SMALL, ZP_FB_CONFIG, ZP_FB_MODEL, ZP_FB_CODEC, ZP_FB_NODE, ZP_NFB };
 extern const char *const zp_fallback_names[ZP_NFB];
 /* The networks of the advisor's predictions. */
 #define ZP_NNET 3
@@ -169,6 +169,7 @@ typedef struct {
     unsigned long long *calls, *call_bytes; /* per MPI function, summed over the ranks */
     double *call_time;
     unsigned long long zs[4]; /* zmpi's MPI_COMM_WORLD statistics: calls, compressed, bytes raw, bytes sent */
+    int nodes;                /* the nodes of MPI_COMM_WORLD's ranks as zmpi saw them (0: not learned) */
     const char *dir;
     zp_gsite *sites;
     int nsites;

@@ -292,6 +292,7 @@ static void add_zmpi(zp_slot *s, const zp_frame *f, unsigned long long bytes)
     add(&s->fb[ZP_FB_CONFIG], a.fallback_config - b->fallback_config);
     add(&s->fb[ZP_FB_MODEL], a.fallback_model - b->fallback_model);
     add(&s->fb[ZP_FB_CODEC], a.codec_errors - b->codec_errors);
+    add(&s->fb[ZP_FB_NODE], a.fallback_node - b->fallback_node);
     add(&s->ns_comp, a.ns_compress - b->ns_compress);
     add(&s->ns_decomp, a.ns_decompress - b->ns_decompress);
 }
@@ -558,6 +559,28 @@ static int policy_hash(void)
     return (int)(h & 0x3fffffff);
 }
 
+/* Where zmpi compresses: MPI_COMM_WORLD's nodes learned once, here, so that
+ * every communicator's layout (point-to-point calls included) follows from
+ * it. Ranks that all share one node compress nothing between them: rank 0
+ * says so, and how to try zmpi on one machine. Collective over
+ * MPI_COMM_WORLD. */
+static int learn_nodes(void)
+{
+    int nnodes = 0, rank = 0, size = 1;
+    int rc = ZMPI_Comm_nodes(MPI_COMM_WORLD, &nnodes, NULL, NULL, NULL, NULL);
+    if (rc != MPI_SUCCESS)
+        return rc; /* raised on MPI_COMM_WORLD (different ZMPI_NODE_RANKS: the job stops, saying so) */
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rank == 0 && nnodes == 1 && size > 1 && !zp.cfg.intra_node)
+        fprintf(stderr,
+                "zmpi: the %d ranks share one node, where messages travel plain (shared memory is faster than "
+                "any codec): nothing will be compressed. To try zmpi on one machine, make every rank a node of "
+                "its own: ZMPI_NODE_RANKS=1 (zmpirun --node-ranks 1); docs/configuration.md, \"Nodes\"\n",
+                size);
+    return MPI_SUCCESS;
+}
+
 int zp_init(void)
 {
     uint64_t zero = 0;
@@ -587,6 +610,8 @@ int zp_init(void)
         PMPI_Comm_call_errhandler(MPI_COMM_WORLD, rc);
     }
     atomic_store(&zp.route, rc == MPI_SUCCESS && all[0]);
+    if (rc == MPI_SUCCESS && all[0])
+        rc = learn_nodes();
     return rc;
 }
 

@@ -303,6 +303,7 @@ static int gather_ranks(zp_run *r, int rank, int nranks)
     ZMPI_Stats st;
     if (ZMPI_Comm_get_stats(MPI_COMM_WORLD, &st) == MPI_SUCCESS) {
         zs[0] = st.calls, zs[1] = st.compressed, zs[2] = st.bytes_raw, zs[3] = st.bytes_sent;
+        r->nodes = st.nodes;
     }
     PMPI_Get_processor_name(host, &len);
     if (rank == 0) {

@@ -80,6 +80,13 @@ static void text_header(FILE *f, const zp_run *r)
     fprintf(f, "@ zmpi version             : %s (libzmpi_preload.so)\n", zmpi_version());
     fprintf(f, "@ zmpi mode                : %s\n", mode_name(r));
     fprintf(f, "@ zmpi setting             : %s\n", rung);
+    if (r->nodes > 0)
+        fprintf(f, "@ zmpi nodes               : %d (%s)%s\n", r->nodes,
+                r->cfg.node_ranks ? "emulated: ZMPI_NODE_RANKS" : "the ranks that share memory",
+                r->nodes == 1 && r->nranks > 1 && !r->cfg.intra_node
+                    ? "; every rank on one node: nothing is compressed (ZMPI_INTRA_NODE=plain), "
+                      "ZMPI_NODE_RANKS=1 tries zmpi on one machine"
+                    : "");
     unsigned long long tb = 0, tw = 0;
     for (int i = 0; i < r->nsites; i++)
         tb += r->sites[i].all.bytes, tw += r->sites[i].all.wire;
@@ -445,8 +452,8 @@ void zp_write_json(FILE *f, const zp_run *r)
         tb += r->sites[i].all.bytes, tw += r->sites[i].all.wire, tc += r->sites[i].all.compressed;
     fprintf(f, "},\n \"totals\": {\"bytes\": %llu, \"bytes_wire\": %llu, \"compressed_calls\": %llu}", tb, tw, tc);
     fprintf(f, ",\n \"zmpi\": {\"comm\": \"MPI_COMM_WORLD\", \"calls\": %llu, \"compressed\": %llu, "
-               "\"bytes_raw\": %llu, \"bytes_sent\": %llu},\n \"calls\": [",
-            r->zs[0], r->zs[1], r->zs[2], r->zs[3]);
+               "\"bytes_raw\": %llu, \"bytes_sent\": %llu, \"nodes\": %d},\n \"calls\": [",
+            r->zs[0], r->zs[1], r->zs[2], r->zs[3], r->nodes);
     for (int i = 0, sep = 0; i < ZP_NCALLS; i++) {
         if (!r->calls[i])
             continue;

@@ -75,6 +75,9 @@ static const vcase cases[] = {
     {"ZMPI_NODE_RANKS", "auto", 1}, {"ZMPI_NODE_RANKS", "1", 1}, {"ZMPI_NODE_RANKS", "0", 0},
     {"ZMPI_NODE_RANKS", "1048576", 1}, {"ZMPI_NODE_RANKS", "1048577", 0}, {"ZMPI_NODE_RANKS", "-1", 0},
     {"ZMPI_NODE_RANKS", "8x", 0}, {"ZMPI_NODE_RANKS", "Auto", 0},
+    /* plain or compress */
+    {"ZMPI_INTRA_NODE", "plain", 1}, {"ZMPI_INTRA_NODE", "compress", 1}, {"ZMPI_INTRA_NODE", "Plain", 0},
+    {"ZMPI_INTRA_NODE", "1", 0}, {"ZMPI_INTRA_NODE", "", 0}, {"ZMPI_INTRA_NODE", "compressed", 0},
     {"ZMPI_NET_BW", "1Gbit", 1}, {"ZMPI_NET_BW", "0", 0}, {"ZMPI_NET_BW", "-1Gbit", 0},
     {"ZMPI_NET_BW", "1gbit", 0}, {"ZMPI_NET_BW", "1Gbits", 0}, {"ZMPI_NET_BW", "1Gb/s", 0}, {"ZMPI_NET_BW", "G", 0},
     {"ZMPI_NET_BW", "1e400", 0}, {"ZMPI_NET_BW", "1e308T", 0}, {"ZMPI_NET_BW", "inf", 0},
@@ -231,6 +234,10 @@ static void whole(void)
           "ZMPI_NODE_RANKS=2^20: %d", cfg.node_ranks);
     CHECK(from_env("ZMPI_NODE_RANKS", "auto", &cfg) == MPI_SUCCESS && cfg.node_ranks == 0,
           "ZMPI_NODE_RANKS=auto: %d", cfg.node_ranks);
+    CHECK(from_env("ZMPI_INTRA_NODE", "compress", &cfg) == MPI_SUCCESS && cfg.intra_node == 1,
+          "ZMPI_INTRA_NODE=compress: %d", cfg.intra_node);
+    CHECK(from_env("ZMPI_INTRA_NODE", "plain", &cfg) == MPI_SUCCESS && cfg.intra_node == 0,
+          "ZMPI_INTRA_NODE=plain: %d", cfg.intra_node);
     CHECK(from_env("ZMPI_SCRATCH", "0", &cfg) == MPI_SUCCESS && cfg.scratch_keep == 0, "ZMPI_SCRATCH=0: %zu",
           cfg.scratch_keep);
     CHECK(from_env("ZMPI_CHANNEL_MEM", "0", &cfg) == MPI_SUCCESS && cfg.channel_mem == 0,

@@ -20,8 +20,10 @@
  *     knows flat algorithms only), a flat one does not;
  *   - the algorithm that ran: `node` by default wherever the communicator
  *     spans several nodes with several ranks on one, the flat default (rhd)
- *     where every rank is a node or one node holds them all, `node` when
- *     configured whatever the layout.
+ *     where every rank is a node, `node` when configured on several nodes;
+ *     plain MPI where one node holds every rank (what stays on a node is
+ *     not compressed), counted as a same-node fallback, whatever is
+ *     configured.
  */
 #include <stdlib.h>
 
@@ -30,6 +32,26 @@
 static mt_state T;
 static MPI_Comm comm;
 static int rank, nranks, id_node, id_rhd, id_bnode, id_rnode, id_rsg;
+
+/* Where one node holds every rank, the call ran as plain MPI (a same-node
+ * fallback); elsewhere compressed, by `want` (< 0: not the node-aware
+ * algorithm `node_id`). */
+static void check_way(ZMPI_Coll coll, int nnodes, const ZMPI_Stats *s0, const ZMPI_Stats *s1, int want, int node_id,
+                      const char *what)
+{
+    if (nnodes == 1 && nranks > 1) {
+        MT_CHECK(&T, s1->compressed == s0->compressed && s1->fallback_node == s0->fallback_node + 1,
+                 "%s: one node, compressed %llu -> %llu, same-node fallbacks %llu -> %llu", what, s0->compressed,
+                 s1->compressed, s0->fallback_node, s1->fallback_node);
+        mt_check_ran(&T, comm, coll, ZMPI_ALGO_MPI, what);
+        return;
+    }
+    rt_check_compressed(&T, s0, s1, what);
+    if (want > 0)
+        mt_check_algo(&T, comm, coll, want, nranks > 1, what);
+    else
+        MT_CHECK(&T, s1->last_algorithm[coll] != node_id, "%s: node-aware %s by default", what, ZMPI_Coll_name(coll));
+}
 
 /* One Allreduce (root < 0) or Reduce to root at node_ranks per node,
  * checked (a Reduce at its root only). */
@@ -65,11 +87,10 @@ static void one_at(const rt_case *k, int node_ranks, int algo, zmpi_codec codec,
              ZMPI_Coll_name(coll), node_ranks, want, rt_type_name(k->type), rt_mode_name(k->mode),
              rt_scope_name(k->scope), rt_op_name(k->op), n, inplace, (int)data, (int)codec, root);
     MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
-    rt_check_compressed(&T, &s0, &s1, what);
-    mt_check_algo(&T, comm, coll, want, nranks > 1, what);
+    check_way(coll, nnodes, &s0, &s1, want, node, what);
     MT_CHECK(&T, s1.nodes == nnodes, "%s: %d nodes, expected %d", what, s1.nodes, nnodes);
 
-    /* node: one compression per node (M); flat rhd / rsg: N */
+    /* node: one compression per node (M); flat rhd / rsg: N; plain: exact */
     int hops = want == node ? nnodes : nranks;
     double bound = k->scope == ZMPI_SCOPE_MESSAGE && k->mode == ZMPI_EB_ABS ? hops * k->eb
                                                                              : rt_bound(k, R, nranks, nranks - 1, 1);
@@ -119,7 +140,7 @@ static void allreduce(void)
         /* grid codes, 4 MiB and an odd count */
         one(&a, nr, 0, ZMPI_CODEC_AUTO, ((size_t)1 << 20) + 7, nr % 2, RT_FIELD);
         one(&b, nr, 0, ZMPI_CODEC_AUTO, 50000, 0, RT_FIELD);
-        one(&a, nr, id_node, ZMPI_CODEC_FZL, 20000, 1, RT_NOISE); /* configured, whatever the layout */
+        one(&a, nr, id_node, ZMPI_CODEC_FZL, 20000, 1, RT_NOISE); /* configured: any layout but one node */
         one(&h, nr, 0, ZMPI_CODEC_FZL, 1000, 0, RT_SPECIAL);
         one(&h, nr, 0, ZMPI_CODEC_AUTO, 1000, 1, RT_SPECIAL);
         one(&m, nr, id_node, ZMPI_CODEC_AUTO, 1000, 0, RT_SPECIAL);
@@ -150,11 +171,7 @@ static void bcast_one(const rt_case *k, int node_ranks, int algo, size_t n, int 
     snprintf(what, sizeof what, "bcast nodes of %d, algo %d, root %d, %s %s %s n=%zu data=%d", node_ranks, want,
              root, rt_type_name(k->type), rt_mode_name(k->mode), rt_scope_name(k->scope), n, (int)data);
     MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
-    rt_check_compressed(&T, &s0, &s1, what);
-    if (want > 0)
-        mt_check_algo(&T, comm, ZMPI_COLL_BCAST, want, nranks > 1, what);
-    else
-        MT_CHECK(&T, s1.last_algorithm[ZMPI_COLL_BCAST] != id_bnode, "%s: node-aware Bcast by default", what);
+    check_way(ZMPI_COLL_BCAST, nnodes, &s0, &s1, want, id_bnode, what);
     double lo = 0, hi = 0, w = 0;
     for (size_t i = 0; i < n; i++) {
         double v = mt_get(ref, i, k->type);
@@ -189,7 +206,7 @@ static void bcast(void)
         rt_case a = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
         rt_case b = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_SUM};
         bcast_one(&a, nr, 0, ((size_t)1 << 20) + 7, nranks - 1, RT_FIELD);
-        bcast_one(&b, nr, id_bnode, 20000, nranks / 2, RT_NOISE); /* configured, whatever the layout */
+        bcast_one(&b, nr, id_bnode, 20000, nranks / 2, RT_NOISE); /* configured: any layout but one node */
         bcast_one(&a, nr, 0, 1000, 0, RT_SPECIAL);
         bcast_one(&b, nr, id_bnode, 1000, nranks - 1, RT_SPECIAL);
     }

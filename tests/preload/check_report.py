@@ -67,10 +67,22 @@ def main():
     if mode == "compressed":
         if not (z["compressed"] > 0 and 0 < z["bytes_sent"] < z["bytes_raw"]):
             errors.append(f"zmpi statistics show no compression: {z}")
+        if z.get("nodes") != n:  # ZMPI_NODE_RANKS=1: a node per rank
+            errors.append(f"zmpi nodes {z.get('nodes')}, expected {n} (ZMPI_NODE_RANKS=1)")
+    elif mode == "onenode":
+        same = sum(s["fallbacks"].get("same_node", 0) for s in r.get("sites", []) if s["call"] == "MPI_Send")
+        if z["compressed"] != 0 or z["bytes_raw"] != 0 or z.get("nodes") != 1 or same < 2:
+            errors.append(f"one node: compressed something, or not one node, or MPI_Send's same-node fallbacks "
+                          f"{same} < 2: {z}")
     elif z["compressed"] != 0 or z["bytes_raw"] != 0:
         errors.append(f"zmpi compressed without settings: {z}")
     errors += check_sites(r, mode, got)
     errors += check_text(files[0][: -len(".json")] + ".txt")
+    if mode == "onenode":
+        with open(files[0][: -len(".json")] + ".txt") as f:
+            line = next((x for x in f if x.startswith("@ zmpi nodes")), "")
+        if ": 1 (" not in line or "nothing is compressed" not in line:
+            errors.append(f"text report: the nodes line {line.strip()!r} does not say one node, nothing compressed")
     if errors:
         sys.exit("check_report: " + files[0] + ":\n  " + "\n  ".join(errors))
     print(f"check_report: {name}: {len(got)} calls as expected; zmpi: {z}")
@@ -101,7 +113,7 @@ def check_sites(r, mode, calls):
             errors.append(f"site {s['id']}: verdict {a['verdict']!r}")
         if mode != "compressed" and (s["compressed_calls"] or s["bytes_wire"] != s["bytes"]):
             errors.append(f"site {s['id']} {s['call']}: compressed without settings")
-    want_mode = {"compressed": "compress", "plain": "profile", "profile": "profile-only"}[mode]
+    want_mode = {"compressed": "compress", "plain": "profile", "profile": "profile-only", "onenode": "compress"}[mode]
     if r.get("mode") != want_mode:
         errors.append(f"mode {r.get('mode')!r}, expected {want_mode!r}")
     if mode == "profile" and (r.get("mode") != "profile-only" or r.get("setting") != "fzl abs 0.001"):

@@ -14,6 +14,10 @@
 #             counts are the program's calls and nothing was compressed
 #   profile   LD_PRELOAD, ZMPI_PROFILE_ONLY=1 with a bound: exact results,
 #             nothing compressed, the advisor sampled at the bound
+#   onenode   as eb, but with the MPI's own nodes (ZMPI_NODE_RANKS=auto): all
+#             ranks share this machine's node, so nothing is compressed
+#             (exact results), rank 0 says so at MPI_Init, and the report
+#             shows one node and the sends' same-node fallbacks
 # Every ZMPI_ variable of the caller's environment is removed first; the
 # advisor samples without a time budget (ZMPI_SAMPLE_BUDGET=100), so that
 # this short program's sites are sampled. The
@@ -40,5 +44,12 @@ case $mode in
         "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_SAMPLE_BUDGET=100 ZMPI_PROFILE_ONLY=1 ZMPI_EB=1e-3 ZMPI_EB_MODE=abs \
             ZMPI_REPORT="$dir/report" "$prog" 0 --expect-preload
         "$python" "$check" "$dir/report" "$n" profile ;;
+    onenode)
+        "$@" -n "$n" env LD_PRELOAD="$lib" ZMPI_SAMPLE_BUDGET=100 ZMPI_EB=1e-3 ZMPI_EB_MODE=abs ZMPI_NODE_RANKS=auto \
+            ZMPI_REPORT="$dir/report" "$prog" 0 --expect-preload 2>"$dir/stderr"
+        cat "$dir/stderr" >&2
+        grep -q "zmpi: the $n ranks share one node" "$dir/stderr" ||
+            { echo "run_preload.sh: no one-node notice from rank 0" >&2; exit 1; }
+        "$python" "$check" "$dir/report" "$n" onenode ;;
     *) echo "run_preload.sh: unknown mode $mode" >&2; exit 2 ;;
 esac
