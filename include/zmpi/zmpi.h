@@ -96,9 +96,11 @@ typedef struct ZMPI_Config {
     size_t min_bytes;
     size_t chunk;          /* elements per pipelined chunk */
     int algorithm[ZMPI_COLL_COUNT]; /* ZMPI_ALGO_DEFAULT, ZMPI_ALGO_MPI or an id from ZMPI_Coll_algorithms */
-    /* The network and codec model behind "compress only when it pays"
-     * (ZMPI_Model_estimate). With net_bw 0 (unknown, the default) every call
-     * that can be compressed is. */
+    /* The network and codec model (ZMPI_Model_estimate): with net_bw > 0 it
+     * estimates whether compression pays - the way a collective's first call
+     * takes before the measurements (see decision), and point-to-point's
+     * choice. With net_bw 0 (unknown, the default) the collectives measure
+     * both ways, and every other call that can be compressed is. */
     double net_bw;         /* bytes/s of one link (ZMPI_NET_BW, e.g. 1Gbit, 10Gbit, 12.5GB) */
     double net_lat;        /* seconds per message (ZMPI_NET_LAT, e.g. 50us) */
     double comp_speed;     /* codec bytes/s, one thread; 0: built-in estimate (ZMPI_CODEC_SPEED=C[,D]) */
@@ -123,6 +125,13 @@ typedef struct ZMPI_Config {
      * collectives of a communicator whose ranks all share one node; 1,
      * compressed as between nodes. */
     int intra_node;
+    /* How a collective chooses between compressed and plain MPI
+     * (ZMPI_DECISION): 0, measured (the default) - the first calls of each
+     * collective and size class run the compressed way and plain MPI (with
+     * ZMPI_NET_BW, after the model's estimate), timed, and later calls take
+     * the faster; 1, always - every call that can be compressed is, with
+     * ZMPI_NET_BW as the model decides (no measuring). */
+    int decision;
 } ZMPI_Config;
 
 /* Statistics of a communicator (counters since its creation). */

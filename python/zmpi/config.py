@@ -21,7 +21,7 @@ typedef struct ZMPI_Config {
     int algorithm[8];
     double net_bw; double net_lat; double comp_speed; double decomp_speed; double ratio;
     size_t scratch_keep; size_t channel_mem; int trunc_bits; int node_ranks;
-    int intra_node;
+    int intra_node; int decision;
 } ZMPI_Config;
 int ZMPI_Config_from_env(ZMPI_Config *cfg, const char **bad);
 int ZMPI_Config_compresses(const ZMPI_Config *cfg);
@@ -45,7 +45,8 @@ class Config:
     decomp_speed (bytes/s, 0 = built-in), ratio (0 = estimated): the model behind "compress only
     when it pays"; scratch_keep, channel_mem: bytes kept between calls; trunc_bits: bits trunc drops
     (0: 16 for float, 32 for double); node_ranks: 0, the MPI's own nodes, or k ranks per emulated node; intra_node: 0, messages
-    between ranks of one node travel plain, 1 compressed. A field left None takes the environment's value or the
+    between ranks of one node travel plain, 1 compressed; decision: 0, measured (time compressed and plain
+    on a collective's first calls, keep the faster), 1, always compress. A field left None takes the environment's value or the
     built-in default (Config.from_env() shows them). eb without eb_mode: the environment's mode
     (ZMPI_EB_MODE), else "rel"; eb_mode "abs" / "rel" without eb: the environment's bound (ZMPI_EB),
     else ValueError; eb_mode "none" takes no bound."""
@@ -66,6 +67,7 @@ class Config:
     trunc_bits: int = None
     node_ranks: int = None
     intra_node: int = None
+    decision: int = None
 
     @classmethod
     def from_env(cls):

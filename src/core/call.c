@@ -324,23 +324,25 @@ static int fill(zmpi_call *c, zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype t
     return MPI_SUCCESS;
 }
 
-/* How to run the call, with the network configured: the model's estimates
- * until the ways have been measured once for this (collective, size class),
- * then the fastest measured way. The first calls of a class run the way the
- * model prefers, then plain MPI or the default algorithm, whichever has not
- * run (unless the model finds even the measured plain time unbeatable: then
- * nothing compressed is ever tried), then - where the collective has one -
- * the default algorithm's rival; each timed and the slowest rank's time
- * agreed on by one small allreduce, so the measurements, like the model, are
- * the same on every rank. A compressed way is measured on its second call
- * (the first pays one-time costs); the default algorithm is measured once
- * more before it loses to the rival or narrowly to plain, and must beat
- * plain by 5 %. Returns the way (ZMPI_WAY_*). */
+/* How to run the call: the measured ways of this (collective, size class),
+ * once each has run. The first calls of a class run the way the model
+ * prefers (without ZMPI_NET_BW, no model: the compressed way), then plain
+ * MPI or the default algorithm, whichever has not run (unless the model
+ * finds even the measured plain time unbeatable: then nothing compressed is
+ * ever tried), then - where the collective has one - the default
+ * algorithm's rival; each timed and the slowest rank's time agreed on by one
+ * small allreduce, so the measurements, like the model, are the same on
+ * every rank. A compressed way is measured on its second call (the first
+ * pays one-time costs); the default algorithm is measured once more before
+ * it loses to the rival or narrowly to plain, and must beat plain by 5 %.
+ * ZMPI_DECISION=always, and the v-collectives (no size every rank shares):
+ * the model alone (which without ZMPI_NET_BW always compresses). Returns
+ * the way (ZMPI_WAY_*). */
 static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, zmpi_dtype dt, int rivals)
 {
     double tp = 0, tz = 0;
-    int cls = 0, way;
-    if (st->cfg.net_bw <= 0 || bytes == SIZE_MAX || bytes == 0)
+    int cls = 0, way, net = st->cfg.net_bw > 0;
+    if (st->cfg.decision == 1 || bytes == SIZE_MAX || bytes == 0)
         return zmpi_model(&st->cfg, coll, size, bytes, dt, NULL, NULL) ? ZMPI_WAY_DEFAULT : ZMPI_WAY_PLAIN;
     while (cls < ZMPI_TUNE_CLASSES - 1 && (bytes >> (cls + 1)) > 0)
         cls++;
@@ -359,9 +361,10 @@ static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, z
     } else if (mp > 0 && mz > 0) {
         way = ZMPI_WAY_RIVAL; /* plain and the default measured: measure the rival */
     } else {
-        int pays = zmpi_model(&st->cfg, coll, size, bytes, dt, &tp, &tz);
+        /* no network told: no estimate, both ways are measured */
+        int pays = !net || zmpi_model(&st->cfg, coll, size, bytes, dt, &tp, &tz);
         if (mp > 0) {
-            if (!nodes && !(tz < mp * (double)bytes))
+            if (net && !nodes && !(tz < mp * (double)bytes))
                 return ZMPI_WAY_PLAIN; /* plain stays, measured once: no more measuring */
             way = ZMPI_WAY_DEFAULT; /* the model says compression can beat it: measure */
         } else if (mz > 0) {

@@ -338,6 +338,18 @@ static int set_intra_node(const char *v, ZMPI_Config *cfg, char *msg, size_t cap
     return 0;
 }
 
+static int set_decision(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
+{
+    if (!strcmp(v, "measure"))
+        cfg->decision = 0;
+    else if (!strcmp(v, "always"))
+        cfg->decision = 1;
+    else
+        return say(msg, cap, "expected measure (time compressed and plain on the first calls, keep the faster) or "
+                             "always (compress every call that can be)");
+    return 0;
+}
+
 static int set_net_bw(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
 {
     if (!parse_unit(v, 'r', &cfg->net_bw))
@@ -456,8 +468,14 @@ static const zmpi_setting settings[] = {
      "messages between ranks of one node: plain (shared memory is faster than any codec: point-to-point "
      "messages to the same node, and the collectives of a communicator on one node, go uncompressed) or compress",
      set_intra_node},
+    {"ZMPI_DECISION", "measure",
+     "compressed or plain, per collective and size class: measure (the first calls time both ways - after the "
+     "model's estimate with ZMPI_NET_BW - and later calls take the faster) or always (every call that can be "
+     "compressed is, unless ZMPI_NET_BW's model says it does not pay; no timing)",
+     set_decision},
     {"ZMPI_NET_BW", "unset",
-     "link bandwidth (1Gbit, 10Gbit, 12.5GB; bytes/s without a unit): turns on \"compress only when it pays\"",
+     "link bandwidth (1Gbit, 10Gbit, 12.5GB; bytes/s without a unit) for the model, which then estimates whether "
+     "compression pays: the way a collective's first call takes, and point-to-point's decision",
      set_net_bw},
     {"ZMPI_NET_LAT", "0", "latency per message for the model (50us, 1ms)", set_net_lat},
     {"ZMPI_CODEC_SPEED", "3G,3.5G", "codec speed per thread for the model, C[,D] bytes/s of raw data for compression[,decompression], e.g. 3G,4G (fzl measured on the real fields: 2.7-3.6 / 2.8-6.2 GB/s)",
@@ -610,6 +628,8 @@ int zmpi_config_check(const ZMPI_Config *cfg, char *msg, size_t cap)
         return say(msg, cap, "trunc_bits %d: 0 (the codec's default) to 52", cfg->trunc_bits);
     if (cfg->node_ranks < 0 || cfg->node_ranks > ZMPI_NODE_RANKS_MAX)
         return say(msg, cap, "node_ranks %d: 0 (the MPI's own nodes) to %d", cfg->node_ranks, ZMPI_NODE_RANKS_MAX);
+    if (cfg->decision != 0 && cfg->decision != 1)
+        return say(msg, cap, "decision %d: 0 (measure) or 1 (always)", cfg->decision);
     if (cfg->intra_node != 0 && cfg->intra_node != 1)
         return say(msg, cap, "intra_node %d: 0 (plain) or 1 (compress)", cfg->intra_node);
     if (cfg->chunk < 64 || cfg->chunk > (1u << 26))

@@ -132,7 +132,8 @@ zmpi_comm_state *zmpi_state(MPI_Comm comm)
 #define BAD_SLOT 8
 #define NODE_SLOT 9
 #define INTRA_SLOT 10
-#define ALGO_SLOT 11
+#define DECISION_SLOT 11
+#define ALGO_SLOT 12
 static void fingerprint(const ZMPI_Config *c, uint64_t *v)
 {
     const double d[] = {c->eb, c->net_bw, c->net_lat, c->comp_speed, c->decomp_speed, c->ratio};
@@ -151,6 +152,7 @@ static void fingerprint(const ZMPI_Config *c, uint64_t *v)
     v[7] = h;
     v[NODE_SLOT] = (uint64_t)c->node_ranks;
     v[INTRA_SLOT] = (uint64_t)c->intra_node;
+    v[DECISION_SLOT] = (uint64_t)c->decision;
     for (int k = 0; k < ZMPI_COLL_COUNT; k++)
         v[ALGO_SLOT + k] = (uint64_t)(int64_t)c->algorithm[k];
 }
@@ -163,6 +165,7 @@ static const char *field_name(int i)
     return i < BAD_SLOT      ? names[i]
            : i == NODE_SLOT  ? "ZMPI_NODE_RANKS"
            : i == INTRA_SLOT ? "ZMPI_INTRA_NODE"
+           : i == DECISION_SLOT ? "ZMPI_DECISION"
                              : "ZMPI_<COLL>_ALGORITHM";
 }
 

@@ -78,6 +78,9 @@ static const vcase cases[] = {
     /* plain or compress */
     {"ZMPI_INTRA_NODE", "plain", 1}, {"ZMPI_INTRA_NODE", "compress", 1}, {"ZMPI_INTRA_NODE", "Plain", 0},
     {"ZMPI_INTRA_NODE", "1", 0}, {"ZMPI_INTRA_NODE", "", 0}, {"ZMPI_INTRA_NODE", "compressed", 0},
+    /* measure or always */
+    {"ZMPI_DECISION", "measure", 1}, {"ZMPI_DECISION", "always", 1}, {"ZMPI_DECISION", "Always", 0},
+    {"ZMPI_DECISION", "model", 0}, {"ZMPI_DECISION", "", 0}, {"ZMPI_DECISION", "0", 0},
     {"ZMPI_NET_BW", "1Gbit", 1}, {"ZMPI_NET_BW", "0", 0}, {"ZMPI_NET_BW", "-1Gbit", 0},
     {"ZMPI_NET_BW", "1gbit", 0}, {"ZMPI_NET_BW", "1Gbits", 0}, {"ZMPI_NET_BW", "1Gb/s", 0}, {"ZMPI_NET_BW", "G", 0},
     {"ZMPI_NET_BW", "1e400", 0}, {"ZMPI_NET_BW", "1e308T", 0}, {"ZMPI_NET_BW", "inf", 0},
@@ -238,6 +241,10 @@ static void whole(void)
           "ZMPI_INTRA_NODE=compress: %d", cfg.intra_node);
     CHECK(from_env("ZMPI_INTRA_NODE", "plain", &cfg) == MPI_SUCCESS && cfg.intra_node == 0,
           "ZMPI_INTRA_NODE=plain: %d", cfg.intra_node);
+    CHECK(from_env("ZMPI_DECISION", "always", &cfg) == MPI_SUCCESS && cfg.decision == 1, "ZMPI_DECISION=always: %d",
+          cfg.decision);
+    CHECK(from_env("ZMPI_DECISION", "measure", &cfg) == MPI_SUCCESS && cfg.decision == 0,
+          "ZMPI_DECISION=measure: %d", cfg.decision);
     CHECK(from_env("ZMPI_SCRATCH", "0", &cfg) == MPI_SUCCESS && cfg.scratch_keep == 0, "ZMPI_SCRATCH=0: %zu",
           cfg.scratch_keep);
     CHECK(from_env("ZMPI_CHANNEL_MEM", "0", &cfg) == MPI_SUCCESS && cfg.channel_mem == 0,

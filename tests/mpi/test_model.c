@@ -42,6 +42,7 @@ static ZMPI_Config base(double bw, double lat)
     cfg.min_bytes = 0;
     cfg.net_bw = bw;
     cfg.net_lat = lat;
+    cfg.decision = 0; /* measured (the test environment has ZMPI_DECISION=always) */
     return cfg;
 }
 
@@ -179,8 +180,8 @@ static void measured(void)
     size_t n = (size_t)1 << 18;
     float *in = malloc(n * sizeof *in), *ref = malloc(n * sizeof *ref), *got = malloc(n * sizeof *got);
     mt_fill_field(in, n, MPI_FLOAT, (size_t)T.rank * 777);
-    double bws[2] = {1.25e10, 1.25e8};
-    for (int b = 0; b < 2; b++) {
+    double bws[3] = {1.25e10, 1.25e8, 0}; /* 0: no network told, measured all the same */
+    for (int b = 0; b < 3; b++) {
         ZMPI_Config cfg = base(bws[b], 5e-6);
         cfg.eb_mode = ZMPI_EB_ABS;
         cfg.eb = 1e-2;
@@ -207,15 +208,17 @@ static void measured(void)
     MPI_Comm_free(&comm);
 }
 
-/* Rivals: with the model on, the first calls of a Bcast size class measure
+/* Rivals: with the model on (bw > 0) or with no network told (bw 0: no
+ * model, measured), the first calls of a Bcast size class measure
  * the default compressed algorithm (a warm-up call, then a measured one),
  * plain MPI, then the default algorithm's rival (warm-up, measured), then -
  * if the rival was fastest, or plain narrowly - the default once more;
  * later calls all run the
- * fastest - the same on every rank. Every
+ * fastest - the same on every rank. ZMPI_DECISION=always (`always`): every
+ * call runs the default algorithm. Every
  * call's result must be right: the root's buffer exact, the others within
  * the bound (ABS 1e-2). */
-static void rivals(void)
+static void rivals(double bw, int always)
 {
     if (T.size < 2)
         return; /* one rank: every call is plain */
@@ -224,7 +227,8 @@ static void rivals(void)
     size_t n = (size_t)1 << 16;
     float *in = malloc(n * sizeof *in), *buf = malloc(n * sizeof *buf);
     mt_fill_field(in, n, MPI_FLOAT, 4242);
-    ZMPI_Config cfg = base(1.25e8, 50e-6);
+    ZMPI_Config cfg = base(bw, bw > 0 ? 50e-6 : 0);
+    cfg.decision = always;
     cfg.eb_mode = ZMPI_EB_ABS;
     cfg.eb = 1e-2;
     cfg.chunk = 4096; /* pipelined is the default below 4 ranks */
@@ -233,6 +237,9 @@ static void rivals(void)
     int pipe = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_BCAST, "pipelined");
     int dflt = T.size >= 4 ? sa : pipe, rival = T.size >= 4 ? pipe : sa;
     int want[5] = {dflt, dflt, ZMPI_ALGO_MPI, rival, rival}, last = -1;
+    if (always)
+        for (int k = 0; k < 5; k++)
+            want[k] = dflt;
     for (int k = 0; k < 9; k++) {
         ZMPI_Stats st;
         memcpy(buf, in, n * sizeof *buf);
@@ -242,8 +249,9 @@ static void rivals(void)
         for (size_t i = 0; i < n; i++)
             bad += T.rank == 0 ? buf[i] != in[i] : !(fabsf(buf[i] - in[i]) <= 1e-2f * 1.0001f);
         MT_CHECK(&T, rc == MPI_SUCCESS && bad == 0, "rival call %d (algorithm %d): rc %d, %d bad", k, algo, rc, bad);
-        if (k < 5)
-            MT_CHECK(&T, algo == want[k], "rival call %d ran algorithm %d, not %d", k, algo, want[k]);
+        if (k < 5 || always)
+            MT_CHECK(&T, algo == want[k < 5 ? k : 0], "bw %g%s: call %d ran algorithm %d, not %d", bw,
+                     always ? " always" : "", k, algo, want[k < 5 ? k : 0]);
         else if (k > 6)
             MT_CHECK(&T, algo == last, "rival call %d ran algorithm %d after %d", k, algo, last);
         else /* call 5 measures the default again if the rival or plain won */
@@ -556,6 +564,31 @@ static void tuner(void)
              "a second measurement does not keep the faster");
 }
 
+/* Ranks with different ZMPI_DECISION would take different ways (one
+ * measuring, one not): every rank's collective fails, naming the setting. */
+static void decision_mismatch(void)
+{
+    if (T.size < 2)
+        return;
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    ZMPI_Config cfg = base(0, 0);
+    cfg.decision = T.rank == T.size - 1;
+    ZMPI_Comm_set_config(comm, &cfg);
+    size_t n = 4096;
+    float *in = calloc(n, sizeof *in), *out = calloc(n, sizeof *out);
+    int rc = ZMPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm), len = 0;
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    if (rc != MPI_SUCCESS)
+        MPI_Error_string(rc, msg, &len);
+    MT_CHECK(&T, rc != MPI_SUCCESS && strstr(msg, "ZMPI_DECISION"),
+             "different ZMPI_DECISION: rc %d, message '%s'", rc, msg);
+    free(in);
+    free(out);
+    MPI_Comm_free(&comm);
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&T, &argc, &argv, "test_model");
@@ -565,7 +598,10 @@ int main(int argc, char **argv)
     formulas();
     fallback();
     measured();
-    rivals();
+    rivals(1.25e8, 0);
+    rivals(0, 0);
+    rivals(0, 1);
+    decision_mismatch();
     environment();
     return mt_finish(&T);
 }

@@ -28,7 +28,7 @@ fi
 for v in $(env | sed -n 's/^\(ZMPI_[A-Za-z0-9_]*\)=.*/\1/p'); do
     unset "$v"
 done
-export ZMPI_NODE_RANKS=1 # every rank a node of its own (common.sh says why)
+export ZMPI_NODE_RANKS=1 ZMPI_DECISION=always # as common.sh, which says why
 dir=$(mktemp -d "${TMPDIR:-/tmp}/zmpi-mpi4py.XXXXXX")
 trap 'rm -rf "$dir"' EXIT INT TERM
 case $mode in

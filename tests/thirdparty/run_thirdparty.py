@@ -50,10 +50,11 @@ def check(cond, what):
 
 def clean_env():
     """The environment without ZMPI_ settings (each mode sets its own) but ZMPI_NODE_RANKS=1: every rank a node
-    of its own, as on a cluster (the ranks of this machine share a node, where zmpi sends plain)."""
+    of its own, as on a cluster (the ranks of this machine share a node, where zmpi sends plain), and
+    ZMPI_DECISION=always: compressed wherever it can be (measuring would follow this machine's noise)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZMPI_")}
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1", ZMPI_NODE_RANKS="1")
+               OMPI_MCA_rmaps_base_oversubscribe="1", ZMPI_NODE_RANKS="1", ZMPI_DECISION="always")
     return env
 
 
