@@ -20,6 +20,8 @@
 #   glob    a setting value with a glob character ('1e-?') next to a file
 #           the glob would match: passed as written (and refused as a bound)
 #   dash    --eb -n 2 PROG: exit status 2 ("--eb needs a value"), nothing run
+#   nodes   ZMPI_NODE_RANKS unset, zmpirun --node-ranks 1 --eb 1e-3 --abs:
+#           each rank a node, so the report shows compression and 2 nodes
 set -eu
 mode=$1 zmpirun=$2 prog=$3 python=$4 check=$5 policy=${6:-}
 . "$(dirname "$0")/common.sh" # no ZMPI_ variable of the caller; $dir
@@ -68,6 +70,10 @@ case $mode in
         cat "$dir/out"
         [ "$st" = 2 ] && grep -q -- "--eb needs a value" "$dir/out" && ! grep -q 'preload_prog:' "$dir/out" ||
             { echo "run_zmpirun.sh: --eb took -n as its value (status $st)"; exit 1; } ;;
+    nodes)
+        unset ZMPI_NODE_RANKS # common.sh set it; the option alone must make the nodes
+        "$zmpirun" --node-ranks 1 --eb 1e-3 --abs --report "$dir/report" -n 2 "$prog" 1e-3 --expect-preload
+        "$python" "$check" "$dir/report" 2 compressed ;;
     usage)
         st=0
         "$zmpirun" "$prog" >"$dir/out" 2>&1 || st=$?
