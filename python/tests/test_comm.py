@@ -2,6 +2,7 @@
 every call against plain mpi4py's result within the bound, in place, zero-size,
 requests, errors as exceptions. Every rank runs every test in the same order."""
 import dataclasses
+import warnings
 
 import numpy as np
 import pytest
@@ -823,3 +824,24 @@ def test_allreduce_reduce_max_min(zc, dtype, op):
     zc.Reduce(x, red, op=mop, root=N - 1)
     if R == N - 1:
         within(red, ref, EB)
+
+
+def test_one_node_said():
+    """The ranks of one machine share one node, where zmpi sends plain: zmpi.Comm says so on rank 0 (a
+    RuntimeWarning), and nothing is compressed; a node per rank (node_ranks=1) compresses, unsaid."""
+    if W.Get_size() < 2:
+        return
+    x = np.linspace(0, 1, 1 << 16, dtype=np.float32)
+    for node_ranks in (0, 1):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            c = zmpi.Comm(W, eb=1e-3, mode="abs", config=zmpi.Config(node_ranks=node_ranks))
+        said = [w for w in got if issubclass(w.category, RuntimeWarning) and "share one node" in str(w.message)]
+        assert len(said) == (1 if node_ranks == 0 and W.Get_rank() == 0 else 0), [str(w.message) for w in got]
+        y = x.copy() if c.rank == 0 else np.empty_like(x)
+        c.Bcast(y, root=0)
+        assert np.all(np.abs(y - x) <= 1e-3)
+        s = c.stats()
+        assert s["nodes"] == (1 if node_ranks == 0 else W.Get_size())
+        assert (s["compressed"] > 0) == (node_ranks == 1), s  # a first call compresses, measured or not
+        c.Free()

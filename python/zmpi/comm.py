@@ -20,6 +20,7 @@ type moves the array's bytes exactly, uncompressed, as mpi4py does.
 import dataclasses
 import operator
 import sys
+import warnings
 
 import numpy as np
 from cffi import FFI
@@ -48,6 +49,7 @@ int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg);
 int ZMPI_Comm_get_config(MPI_Comm comm, ZMPI_Config *cfg);
 int ZMPI_Comm_get_stats(MPI_Comm comm, ZMPI_Stats *stats);
 int ZMPI_Comm_prepare(MPI_Comm comm);
+int ZMPI_Comm_nodes(MPI_Comm comm, int *nnodes, int *node, int *local_rank, int *local_size, int *node_of);
 int ZMPI_Error_class(int errorcode, int *errorclass);
 int ZMPI_Type_compressible(MPI_Datatype datatype, int *flag);
 int ZMPI_Model_estimate(MPI_Comm comm, int coll, long long count, MPI_Datatype datatype, double *t_plain,
@@ -560,6 +562,19 @@ class Comm:
         self._c = _h(self.comm)
         _check(lib.ZMPI_Comm_set_config(self._c, c), "settings")
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        if self.size > 1 and _config.lib.ZMPI_Config_compresses(c) and not c.intra_node:
+            self._say_one_node()
+
+    def _say_one_node(self):
+        """Collective: zmpi learns the nodes now; where every rank shares one, nothing will be compressed
+        (what stays on a node travels plain), and rank 0 says so (RuntimeWarning) - the workstation case."""
+        nnodes = ffi.new("int *")
+        _check(lib.ZMPI_Comm_nodes(self._c, nnodes, ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL), "nodes")
+        if nnodes[0] == 1 and self.rank == 0:
+            warnings.warn(f"zmpi.Comm: the {self.size} ranks share one node, where messages travel plain (shared "
+                          "memory is faster than any codec): nothing will be compressed; to try zmpi on one "
+                          "machine, make every rank a node of its own: ZMPI_NODE_RANKS=1 or "
+                          "config=zmpi.Config(node_ranks=1)", RuntimeWarning, stacklevel=3)
 
     def __getattr__(self, name):
         """Everything zmpi does not wrap (Get_rank, Barrier, the lower-case pickled calls, ...) is the
