@@ -210,7 +210,9 @@ ZMPI_API int ZMPI_Config_file_check(const char *path, char *why, int cap);
 ZMPI_API int ZMPI_Comm_set_config(MPI_Comm comm, const ZMPI_Config *cfg);
 /* Optional, collective over comm: does now the one-time set-up that comm's
  * first compressed collective would otherwise do - compare the ranks'
- * settings (an error on every rank if they differ) and make zmpi's private
+ * settings (an error on every rank if they differ), learn the node layout
+ * (on MPI_COMM_WORLD: every communicator's, point-to-point calls included,
+ * follows from it) and make zmpi's private
  * duplicate of comm for the collectives' own messages (MPI_Comm_dup; on a
  * real network about an allreduce's time, on SimGrid SMPI with a collective
  * selector some 80 ms at 64 ranks). Call it where comm is made, so that no
