@@ -327,26 +327,28 @@ static int set_node_ranks(const char *v, ZMPI_Config *cfg, char *msg, size_t cap
     return 0;
 }
 
+/* A setting of two words, exactly as written: 0 for w0, 1 for w1, else -1. */
+static int two_words(const char *v, const char *w0, const char *w1)
+{
+    return !strcmp(v, w0) ? 0 : !strcmp(v, w1) ? 1 : -1;
+}
+
 static int set_intra_node(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
 {
-    if (!strcmp(v, "plain"))
-        cfg->intra_node = 0;
-    else if (!strcmp(v, "compress"))
-        cfg->intra_node = 1;
-    else
+    int k = two_words(v, "plain", "compress");
+    if (k < 0)
         return say(msg, cap, "expected plain (messages within a node travel uncompressed) or compress");
+    cfg->intra_node = k;
     return 0;
 }
 
 static int set_decision(const char *v, ZMPI_Config *cfg, char *msg, size_t cap)
 {
-    if (!strcmp(v, "measure"))
-        cfg->decision = 0;
-    else if (!strcmp(v, "always"))
-        cfg->decision = 1;
-    else
+    int k = two_words(v, "measure", "always");
+    if (k < 0)
         return say(msg, cap, "expected measure (time compressed and plain on the first calls, keep the faster) or "
                              "always (compress every call that can be)");
+    cfg->decision = k;
     return 0;
 }
 
