@@ -218,7 +218,8 @@ static inline int zmpi_topo_multinode(const zmpi_topo *t, int size)
  * its default on several multi-rank nodes. */
 static inline int zmpi_node_aware(ZMPI_Coll coll)
 {
-    return coll == ZMPI_COLL_ALLREDUCE || coll == ZMPI_COLL_BCAST || coll == ZMPI_COLL_REDUCE;
+    return coll == ZMPI_COLL_ALLREDUCE || coll == ZMPI_COLL_BCAST || coll == ZMPI_COLL_REDUCE ||
+           coll == ZMPI_COLL_SCATTER || coll == ZMPI_COLL_GATHER;
 }
 /* 1 if ranks a and b of a known layout share a node. */
 static inline int zmpi_topo_same(const zmpi_topo *t, int a, int b)

@@ -15,6 +15,16 @@
  *     within one compression's bound (REL: of the root's range), the same
  *     values on every rank but the root, roots first, last and inside a
  *     node, the same counts and hostile data;
+ *   - Scatterv and Gatherv `node` (the ranks of the root's node code the
+ *     other nodes' parts): even and uneven parts with zeros, gaps between
+ *     the parts, roots first, last and inside a node, float and double, ABS
+ *     and REL, hostile values: the parts of the root's node byte-identical,
+ *     every other element within one compression's bound of its part,
+ *     nothing outside the parts touched, and - the same-node rule by the
+ *     bytes compressed over all ranks - exactly the parts that cross a
+ *     node compressed; a sender whose block is longer than the root's count
+ *     is an error at the root (passed on by the coder that found it), not a
+ *     hang or a silent wrong answer;
  *   - the decision on a network the model finds too fast to gain: the
  *     node-aware default runs first all the same, to be measured (the model
  *     knows flat algorithms only), a flat one does not;
@@ -31,7 +41,7 @@
 
 static mt_state T;
 static MPI_Comm comm;
-static int rank, nranks, id_node, id_rhd, id_bnode, id_rnode, id_rsg;
+static int rank, nranks, id_node, id_rhd, id_bnode, id_rnode, id_rsg, id_snode, id_gnode;
 
 /* Where one node holds every rank, the call ran as plain MPI (a same-node
  * fallback); elsewhere compressed, by `want` (< 0: not the node-aware
@@ -212,6 +222,180 @@ static void bcast(void)
     }
 }
 
+/* Elements of rank i's part: kind 0 the same everywhere, 1 uneven with
+ * zeros. */
+static int part_count(int kind, int base, int i)
+{
+    return kind == 0 ? base : i % 3 == 1 ? 0 : base + 37 * i;
+}
+
+/* Bound of one compression of the n-element part p. */
+static double part_bound(const rt_case *k, const void *p, size_t n)
+{
+    double lo = 0, hi = 0;
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = mt_get(p, i, k->type);
+        if (isfinite(v)) {
+            lo = !any || v < lo ? v : lo;
+            hi = !any || v > hi ? v : hi;
+            any = 1;
+        }
+    }
+    return k->mode == ZMPI_EB_ABS ? k->eb : k->eb * (hi - lo);
+}
+
+/* One Scatterv (gather 0) or Gatherv (gather 1) at node_ranks per node:
+ * rank i's part is rt_fill(seed i), laid out with a gap of 3 elements after
+ * each part, the gaps and the tail set to 0x5a bytes. */
+static void moved_one(const rt_case *k, int gather, int node_ranks, int algo, int kind, int base, int root,
+                      int in_place, rt_data data)
+{
+    size_t es = rt_es(k->type);
+    int *counts = mt_xmalloc((size_t)nranks * sizeof *counts), *displs = mt_xmalloc((size_t)nranks * sizeof *displs);
+    size_t total = 0, mine;
+    for (int i = 0; i < nranks; i++) {
+        counts[i] = part_count(kind, base, i);
+        displs[i] = (int)total;
+        total += (size_t)counts[i] + 3;
+    }
+    mine = (size_t)counts[rank];
+    unsigned char *all = mt_xmalloc(total * es + 1), *ref = mt_xmalloc(total * es + 1);
+    unsigned char *part = mt_xmalloc(mine * es + 8 * es), *keep = mt_xmalloc(total * es + 1);
+    memset(ref, 0x5a, total * es);
+    for (int i = 0; i < nranks; i++)
+        rt_fill(ref + (size_t)displs[i] * es, (size_t)counts[i], k->type, i, data, MPI_SUM);
+    int nnodes = (nranks + node_ranks - 1) / node_ranks, multi = nnodes > 1 && nnodes < nranks;
+    ZMPI_Coll coll = gather ? ZMPI_COLL_GATHER : ZMPI_COLL_SCATTER;
+    int node = gather ? id_gnode : id_snode, want = algo > 0 ? algo : multi ? node : -1;
+    char what[220];
+    snprintf(what, sizeof what, "%s nodes of %d, algo %d, root %d, %s %s kind %d base %d in_place %d data %d",
+             ZMPI_Coll_name(coll), node_ranks, want, root, rt_type_name(k->type), rt_mode_name(k->mode), kind, base,
+             in_place, (int)data);
+
+    memset(all, 0x5a, total * es);
+    memset(part, 0x5a, mine * es + 8 * es);
+    if (gather) {
+        memcpy(part, ref + (size_t)displs[rank] * es, mine * es);
+        if (rank == root && in_place)
+            memcpy(all + (size_t)displs[rank] * es, part, mine * es);
+    } else if (rank == root) {
+        memcpy(all, ref, total * es);
+    }
+    memcpy(keep, all, total * es);
+    MT_CHECK_RC(&T, rt_config_nodes(comm, k, 0, 64, coll, algo, ZMPI_CODEC_FZL, node_ranks), "ZMPI_Comm_set_config");
+    ZMPI_Stats s0 = mt_stats(comm);
+    int rc, ip = in_place && rank == root;
+    if (gather)
+        rc = ZMPI_Gatherv(ip ? MPI_IN_PLACE : part, (int)mine, k->type, all, counts, displs, k->type, root, comm);
+    else
+        rc = ZMPI_Scatterv(all, counts, displs, k->type, ip ? MPI_IN_PLACE : part, (int)mine, k->type, root, comm);
+    ZMPI_Stats s1 = mt_stats(comm);
+    MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
+    check_way(coll, nnodes, &s0, &s1, want, node, what);
+
+    /* the same-node rule: exactly the parts that cross a node compressed */
+    unsigned long long raw = s1.bytes_raw - s0.bytes_raw, sum = 0, expect = 0;
+    MPI_Allreduce(&raw, &sum, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
+    for (int i = 0; nnodes > 1 && i < nranks; i++)
+        if (i / node_ranks != root / node_ranks)
+            expect += (unsigned long long)counts[i] * es;
+    MT_CHECK(&T, sum == expect, "%s: %llu bytes compressed, expected %llu (the parts that cross a node)", what, sum,
+             expect);
+
+    /* what each rank holds: the root's node exact, the rest within the bound */
+    int at_root = gather ? rank == root : 1;
+    for (int i = 0; at_root && i < nranks; i++) {
+        if (!gather && i != rank)
+            continue;
+        const unsigned char *want_p = ref + (size_t)displs[i] * es;
+        const unsigned char *got_p = gather ? all + (size_t)displs[i] * es : part;
+        size_t n = (size_t)counts[i];
+        if (i / node_ranks == root / node_ranks || nnodes == 1) {
+            if (!gather && i == root && ip)
+                continue; /* in place: nothing received */
+            MT_CHECK(&T, !memcmp(got_p, want_p, n * es), "%s: the part of rank %d (root's node) not exact", what, i);
+        } else {
+            double w = 0, eb = part_bound(k, want_p, n);
+            size_t bad = mt_violations(got_p, want_p, n, k->type, eb, &w);
+            MT_CHECK(&T, bad == 0, "%s: rank %d's part: %zu elements beyond %g (worst %g)", what, i, bad, eb, w);
+        }
+    }
+    if (gather && rank == root) { /* the gaps untouched */
+        for (int i = 0; i < nranks; i++)
+            MT_CHECK(&T, !memcmp(all + ((size_t)displs[i] + (size_t)counts[i]) * es, keep, 3 * es) ||
+                             !memcmp(all + ((size_t)displs[i] + (size_t)counts[i]) * es,
+                                     ref + ((size_t)displs[i] + (size_t)counts[i]) * es, 3 * es),
+                     "%s: the gap after rank %d's part written", what, i);
+    }
+    if (!gather) {
+        unsigned char tail[8 * 8];
+        memset(tail, 0x5a, sizeof tail);
+        MT_CHECK(&T, ip || !memcmp(part + mine * es, tail, 8 * es), "%s: written beyond the part", what);
+        if (rank == root)
+            MT_CHECK(&T, !memcmp(all, ref, total * es), "%s: the root's send buffer changed", what);
+    }
+    free(counts);
+    free(displs);
+    free(all);
+    free(ref);
+    free(part);
+    free(keep);
+}
+
+static void moved(void)
+{
+    int bases[4] = {0, 1, 1000, 5003};
+    for (int nr = 1; nr <= 4; nr++) {
+        for (int i = 0; i < 8; i++) {
+            rt_case k = rt_matrix_case(i);
+            int root = (i * 3 + nr) % nranks;
+            moved_one(&k, i % 2, nr, 0, i / 4, bases[(i + nr) % 4], root, i % 3 == 0, RT_FIELD);
+            moved_one(&k, 1 - i % 2, nr, 0, 1 - i / 4, bases[(i + nr + 1) % 4], nranks - 1 - root, i % 3 == 1,
+                      RT_FIELD);
+        }
+        rt_case a = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
+        rt_case b = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_RESULT, MPI_SUM};
+        for (int g = 0; g < 2; g++) {
+            moved_one(&a, g, nr, 0, 0, 70000, nranks / 2, 0, RT_FIELD); /* parts of 280 KB */
+            moved_one(&b, g, nr, g ? id_gnode : id_snode, 1, 3000, nranks - 1, 1, RT_NOISE); /* configured */
+            moved_one(&a, g, nr, 0, 1, 1000, 0, 0, RT_SPECIAL);
+            moved_one(&b, g, nr, 0, 0, 1000, nranks - 1, 0, RT_SPECIAL);
+        }
+    }
+}
+
+/* Gatherv `node` at nodes of 2 where the last rank (off the root's node)
+ * sends more than the root's count for it: its coder finds it, and the
+ * root returns MPI_ERR_TRUNCATE - no hang, no silent wrong answer. */
+static void gather_mismatch(void)
+{
+    if (nranks < 3)
+        return;
+    int root = 0, last = nranks - 1, n = 500;
+    int *counts = mt_xmalloc((size_t)nranks * sizeof *counts), *displs = mt_xmalloc((size_t)nranks * sizeof *displs);
+    for (int i = 0; i < nranks; i++) {
+        counts[i] = n;
+        displs[i] = i * n;
+    }
+    float *in = mt_xmalloc((size_t)(n + 10) * sizeof *in), *out = mt_xmalloc((size_t)nranks * (size_t)n * sizeof *out);
+    rt_fill(in, (size_t)n + 10, MPI_FLOAT, rank, RT_FIELD, MPI_SUM);
+    rt_case k = {MPI_FLOAT, ZMPI_EB_ABS, 1e-3, ZMPI_SCOPE_RESULT, MPI_SUM};
+    MT_CHECK_RC(&T, rt_config_nodes(comm, &k, 0, 64, ZMPI_COLL_GATHER, id_gnode, ZMPI_CODEC_FZL, 2),
+                "ZMPI_Comm_set_config");
+    int rc = ZMPI_Gatherv(in, rank == last ? n + 10 : n, MPI_FLOAT, out, counts, displs, MPI_FLOAT, root, comm);
+    int cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &cls);
+    if (rank == root)
+        MT_CHECK(&T, cls == MPI_ERR_TRUNCATE, "gatherv, a block longer than the root's count: rc %d class %d", rc,
+                 cls);
+    free(counts);
+    free(displs);
+    free(in);
+    free(out);
+}
+
 /* The decision with a network configured so fast that the model finds no
  * gain: where the default is node-aware (several multi-rank nodes), the
  * model (of flat algorithms, one link per rank) does not veto it - the
@@ -261,6 +445,11 @@ int main(int argc, char **argv)
     id_rnode = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_REDUCE, "node");
     id_rsg = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_REDUCE, "rsg");
     MT_CHECK(&T, id_rnode > 0 && id_rsg > 0, "Reduce ids %d %d", id_rnode, id_rsg);
+    id_snode = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_SCATTER, "node");
+    id_gnode = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_GATHER, "node");
+    MT_CHECK(&T, id_snode > 0 && id_gnode > 0, "Scatter / Gather node ids %d %d", id_snode, id_gnode);
+    moved();
+    gather_mismatch();
     allreduce();
     reduce();
     decision();

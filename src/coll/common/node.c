@@ -81,3 +81,77 @@ fn_exit:
 fn_fail:
     goto fn_exit;
 }
+
+int zmpi_node_coders(const zmpi_topo *t, int root, int **h, int *L, int **helper)
+{
+    int rc = MPI_SUCCESS, n = 0, k = 0, rnode = t->node_of[root];
+    *h = *helper = NULL;
+    for (int i = 0; i < t->size; i++)
+        n += t->node_of[i] == rnode;
+    ZMPI_CHECK(zmpi_alloc((size_t)n * sizeof **h, h));
+    ZMPI_CHECK(zmpi_alloc((size_t)t->size * sizeof **helper, helper));
+    (*h)[k++] = root;
+    for (int i = 0; i < t->size; i++)
+        if (i != root && t->node_of[i] == rnode)
+            (*h)[k++] = i;
+    *L = n;
+    k = 0;
+    for (int i = 0; i < t->size; i++)
+        (*helper)[i] = t->node_of[i] == rnode ? -1 : ++k % n; /* the root, busiest, last */
+fn_exit:
+    return rc;
+fn_fail:
+    free(*h);
+    *h = NULL;
+    goto fn_exit;
+}
+
+int zmpi_node_share_send(const zmpi_call *c, const int *counts, const int *h, int L, const int *helper, int tag,
+                         int *buf, zmpi_dm_reqs *r)
+{
+    int rc = MPI_SUCCESS;
+    for (int m = 1; m < L; m++) {
+        int n = 0;
+        for (int i = 0; i < c->size; i++)
+            if (helper[i] == m)
+                buf[n++] = counts[i];
+        if (n > 0)
+            ZMPI_CHECK(zmpi_dm_isend(c, buf, (size_t)n * sizeof *buf, h[m], tag, r));
+        buf += n;
+    }
+fn_fail:
+    return rc;
+}
+
+int zmpi_node_share_recv(zmpi_call *c, const int *helper, int me, int root, int tag, zmpi_node_share *sh)
+{
+    int rc = MPI_SUCCESS, n = 0, k = 0;
+    memset(sh, 0, sizeof *sh);
+    for (int i = 0; i < c->size; i++)
+        n += helper[i] == me;
+    ZMPI_CHECK(zmpi_alloc((size_t)(n ? n : 1) * sizeof *sh->who, &sh->who));
+    ZMPI_CHECK(zmpi_alloc((size_t)(n ? n : 1) * sizeof *sh->cnt, &sh->cnt));
+    sh->n = n;
+    for (int i = 0; i < c->size; i++)
+        if (helper[i] == me)
+            sh->who[k++] = i;
+    if (n > 0)
+        ZMPI_CHECK(zmpi_dm_recv(c, sh->cnt, (size_t)n * sizeof *sh->cnt, root, tag));
+    for (k = 0; k < n; k++) {
+        if (sh->cnt[k] < 0) {
+            rc = MPI_ERR_COUNT;
+            goto fn_fail;
+        }
+        sh->raw += (size_t)sh->cnt[k] * c->es;
+        sh->zcap += zmpi_dm_cap(c, (size_t)sh->cnt[k]);
+    }
+fn_fail:
+    return rc;
+}
+
+void zmpi_node_share_free(zmpi_node_share *sh)
+{
+    free(sh->who);
+    free(sh->cnt);
+    sh->who = sh->cnt = NULL;
+}

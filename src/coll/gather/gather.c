@@ -57,8 +57,20 @@ static const zmpi_algo algos[ZMPI_GATHER_ALGO_COUNT] = {
                             "baseline: binomial tree where every inner rank decompresses its children's "
                             "blocks and recompresses its whole subtree bundle (error grows per hop)",
                             {.gatherv = zmpi_gatherv_cprp2p}, .own_bound = 1},
+    [ZMPI_GATHER_NODE] = {"node",
+                          "node-aware: the ranks of the root's node decompress the other nodes' blocks in "
+                          "parallel and hand them to the root raw; plain inside the root's node; the "
+                          "default on several multi-rank nodes",
+                          {.gatherv = zmpi_gatherv_node}, 0},
 };
 const zmpi_coll_table zmpi_gather_table = {algos, ZMPI_GATHER_ALGO_COUNT, ZMPI_GATHER_LINEAR};
+
+/* Several multi-rank nodes: `node` (the root's node decodes on all its cores). */
+static int choose(const zmpi_call *c, const zmpi_coll_args *a)
+{
+    (void)a;
+    return zmpi_coll_multinode(c) ? ZMPI_GATHER_NODE : 0;
+}
 
 /* Gather's blocks laid out as Gatherv's; the root's own block from a
  * different (equivalent) datatype. */
@@ -93,4 +105,4 @@ static int plain(const zmpi_coll_args *a)
 }
 
 const zmpi_coll_ops zmpi_gather_ops = {.shape = zmpi_coll_shape_rooted, .invalid = zmpi_coll_invalid_rooted,
-                                       .prepare = prepare, .bound = zmpi_coll_bound_once, .plain = plain};
+                                       .choose = choose, .prepare = prepare, .bound = zmpi_coll_bound_once, .plain = plain};

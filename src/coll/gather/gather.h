@@ -12,6 +12,7 @@ typedef enum zmpi_gather_algo {
     ZMPI_GATHER_LINEAR = 1,
     ZMPI_GATHER_BINOMIAL = 2,
     ZMPI_GATHER_CPRP2P = 3,
+    ZMPI_GATHER_NODE = 4,
     ZMPI_GATHER_ALGO_COUNT
 } zmpi_gather_algo;
 
@@ -19,6 +20,8 @@ int zmpi_gatherv_linear(zmpi_call *c, const void *sendbuf, int sendcount, void *
                         const int *recvcounts, const int *displs, int root);
 int zmpi_gatherv_binomial(zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
                           const int *recvcounts, const int *displs, int root);
+int zmpi_gatherv_node(zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
+                      const int *recvcounts, const int *displs, int root);
 int zmpi_gatherv_cprp2p(zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf,
                         const int *recvcounts, const int *displs, int root);
 

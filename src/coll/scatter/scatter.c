@@ -60,15 +60,22 @@ static const zmpi_algo algos[ZMPI_SCATTER_ALGO_COUNT] = {
                              "baseline: binomial tree where every inner rank decompresses its bundle and "
                              "recompresses the parts it forwards (error grows per hop)",
                              {.scatterv = zmpi_scatterv_cprp2p}, .own_bound = 1},
+    [ZMPI_SCATTER_NODE] = {"node",
+                           "node-aware: the ranks of the root's node compress the parts of the other nodes' "
+                           "ranks in parallel, the root hands them the raw parts; plain inside the root's "
+                           "node; the default on several multi-rank nodes",
+                           {.scatterv = zmpi_scatterv_node}, 0},
 };
 const zmpi_coll_table zmpi_scatter_table = {algos, ZMPI_SCATTER_ALGO_COUNT, ZMPI_SCATTER_BINOMIAL};
 
-/* Scatter: large parts go straight from the root (one message each, no
+/* Several multi-rank nodes: `node`. Scatter: large parts go straight from the root (one message each, no
  * forwarding: the root's link carries the same bytes either way), small ones
  * down the tree (log2 N latencies); the part size is the same on all ranks
  * here. */
 static int choose(const zmpi_call *c, const zmpi_coll_args *a)
 {
+    if (zmpi_coll_multinode(c))
+        return ZMPI_SCATTER_NODE; /* the root's node codes on all its cores, plain inside it */
     int count = c->rank == a->root ? a->sendcount : a->recvcount;
     return a->call == ZMPI_CC_SCATTER && (size_t)count * c->es >= 65536 ? ZMPI_SCATTER_LINEAR : 0;
 }

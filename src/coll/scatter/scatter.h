@@ -12,6 +12,7 @@ typedef enum zmpi_scatter_algo {
     ZMPI_SCATTER_BINOMIAL = 1,
     ZMPI_SCATTER_LINEAR = 2,
     ZMPI_SCATTER_CPRP2P = 3,
+    ZMPI_SCATTER_NODE = 4,
     ZMPI_SCATTER_ALGO_COUNT
 } zmpi_scatter_algo;
 
@@ -19,6 +20,8 @@ int zmpi_scatterv_binomial(zmpi_call *c, const void *sendbuf, const int *sendcou
                            void *recvbuf, int recvcount, int root);
 int zmpi_scatterv_linear(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs,
                          void *recvbuf, int recvcount, int root);
+int zmpi_scatterv_node(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs,
+                       void *recvbuf, int recvcount, int root);
 int zmpi_scatterv_cprp2p(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs,
                          void *recvbuf, int recvcount, int root);
 
