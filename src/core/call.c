@@ -696,6 +696,12 @@ static int block_way(const zmpi_call *c, size_t count, zmpi_codec *codec)
     return 0;
 }
 
+int zmpi_call_same_node(const zmpi_call *c, int peer)
+{
+    const zmpi_topo *t = atomic_load(&c->st->topo);
+    return !c->st->cfg.intra_node && t && t->size == c->size && zmpi_topo_same(t, peer, c->rank);
+}
+
 int zmpi_block_plain(const zmpi_call *c, size_t count)
 {
     zmpi_codec k;

@@ -478,6 +478,11 @@ ptrdiff_t zmpi_block_compress(zmpi_call *c, const void *src, size_t count, void 
  * of that size does not pay on the configured network. Depends only on the
  * count and the settings, which both ends of a block share. */
 int zmpi_block_plain(const zmpi_call *c, size_t count);
+/* 1 if rank peer of a collective call's communicator shares this rank's node
+ * and what stays on a node travels plain (ZMPI_INTRA_NODE=plain): a block
+ * between the two goes raw. The layout is the one every rank of the call
+ * learned alike, so both ends of a block agree. */
+int zmpi_call_same_node(const zmpi_call *c, int peer);
 /* Decompresses a stream that must hold exactly count elements of the call's
  * dtype. Returns MPI_SUCCESS or MPI_ERR_OTHER (corrupt or mismatched). */
 int zmpi_block_decompress(zmpi_call *c, const void *src, size_t len, void *dst, size_t count);

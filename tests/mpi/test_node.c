@@ -25,6 +25,12 @@
  *     node compressed; a sender whose block is longer than the root's count
  *     is an error at the root (passed on by the coder that found it), not a
  *     hang or a silent wrong answer;
+ *   - Alltoall(v) `pairwise` on emulated nodes: the blocks between ranks
+ *     of one node byte-identical and - by the bytes compressed over all
+ *     ranks - only the blocks that cross a node compressed (with
+ *     ZMPI_INTRA_NODE=compress every block but a rank's own), every other
+ *     element within one compression's bound of its block, Alltoall and
+ *     uneven Alltoallv with zeros, MPI_IN_PLACE;
  *   - the decision on a network the model finds too fast to gain: the
  *     node-aware default runs first all the same, to be measured (the model
  *     knows flat algorithms only), a flat one does not;
@@ -396,6 +402,103 @@ static void gather_mismatch(void)
     free(out);
 }
 
+/* Elements of the block rank i sends rank j: kind 0 base, 1 uneven with
+ * zeros. */
+static int block_count(int kind, int base, int i, int j)
+{
+    return kind == 0 ? base : (i + 2 * j) % 4 == 1 ? 0 : base + 13 * i + 7 * j;
+}
+
+/* One Alltoall (kind 0) or Alltoallv (kind 1) at node_ranks per node,
+ * intra: ZMPI_INTRA_NODE=compress. Block (i -> j) is rt_fill(seed
+ * i * nranks + j). */
+static void a2a_one(const rt_case *k, int node_ranks, int kind, int base, int in_place, int intra, rt_data data)
+{
+    size_t es = rt_es(k->type), stot = 0, rtot = 0;
+    int *sc = mt_xmalloc((size_t)nranks * sizeof *sc), *sd = mt_xmalloc((size_t)nranks * sizeof *sd);
+    int *rc_ = mt_xmalloc((size_t)nranks * sizeof *rc_), *rd = mt_xmalloc((size_t)nranks * sizeof *rd);
+    for (int j = 0; j < nranks; j++) {
+        sc[j] = block_count(kind, base, rank, j);
+        rc_[j] = block_count(kind, base, j, rank);
+    }
+    if (in_place) /* the send blocks are the receive blocks: symmetric counts */
+        for (int j = 0; j < nranks; j++)
+            sc[j] = rc_[j] = block_count(kind, base, 0, 0);
+    for (int j = 0; j < nranks; j++) {
+        sd[j] = (int)stot;
+        rd[j] = (int)rtot;
+        stot += (size_t)sc[j];
+        rtot += (size_t)rc_[j] + (kind ? 2 : 0); /* Alltoallv: gaps between the blocks */
+    }
+    unsigned char *send = mt_xmalloc(stot * es + 1), *got = mt_xmalloc(rtot * es + 1);
+    for (int j = 0; j < nranks; j++)
+        rt_fill(send + (size_t)sd[j] * es, (size_t)sc[j], k->type, rank * nranks + j, data, MPI_SUM);
+    memset(got, 0x5a, rtot * es);
+    if (in_place)
+        for (int j = 0; j < nranks; j++)
+            memcpy(got + (size_t)rd[j] * es, send + (size_t)sd[j] * es, (size_t)sc[j] * es);
+    int nnodes = (nranks + node_ranks - 1) / node_ranks;
+    char what[200];
+    snprintf(what, sizeof what, "alltoall%s nodes of %d, %s %s base %d in_place %d intra %d data %d", kind ? "v" : "",
+             node_ranks, rt_type_name(k->type), rt_mode_name(k->mode), base, in_place, intra, (int)data);
+    MT_CHECK_RC(&T, rt_config_nodes(comm, k, 0, 64, ZMPI_COLL_ALLTOALL, 0, ZMPI_CODEC_FZL, node_ranks),
+                "ZMPI_Comm_set_config");
+    ZMPI_Config cfg;
+    ZMPI_Comm_get_config(comm, &cfg);
+    cfg.intra_node = intra;
+    MT_CHECK_RC(&T, ZMPI_Comm_set_config(comm, &cfg), "ZMPI_Comm_set_config (intra)");
+    ZMPI_Stats s0 = mt_stats(comm);
+    int rc;
+    if (kind == 0)
+        rc = ZMPI_Alltoall(in_place ? MPI_IN_PLACE : send, base, k->type, got, base, k->type, comm);
+    else
+        rc = ZMPI_Alltoallv(in_place ? MPI_IN_PLACE : send, sc, sd, k->type, got, rc_, rd, k->type, comm);
+    ZMPI_Stats s1 = mt_stats(comm);
+    MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
+    int one_node = nnodes == 1 && !intra && nranks > 1;
+    unsigned long long raw = s1.bytes_raw - s0.bytes_raw, sum = 0, expect = 0;
+    MPI_Allreduce(&raw, &sum, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
+    for (int i = 0; !one_node && i < nranks; i++)
+        for (int j = 0; j < nranks; j++)
+            if (i != j && (intra || i / node_ranks != j / node_ranks))
+                expect += (unsigned long long)(in_place ? block_count(kind, base, 0, 0) : block_count(kind, base, i, j)) * es;
+    MT_CHECK(&T, sum == expect, "%s: %llu bytes compressed, expected %llu (the blocks that cross a node)", what, sum,
+             expect);
+    for (int j = 0; j < nranks; j++) {
+        size_t n = (size_t)rc_[j];
+        unsigned char *w = mt_xmalloc(n * es + 1);
+        rt_fill(w, n, k->type, j * nranks + rank, data, MPI_SUM);
+        const unsigned char *g = got + (size_t)rd[j] * es;
+        if (j == rank || (!intra && j / node_ranks == rank / node_ranks)) {
+            MT_CHECK(&T, !memcmp(g, w, n * es), "%s: the block from rank %d (same node) not exact", what, j);
+        } else {
+            double worst = 0, eb = part_bound(k, w, n);
+            size_t bad = mt_violations(g, w, n, k->type, eb, &worst);
+            MT_CHECK(&T, bad == 0, "%s: block from %d: %zu elements beyond %g (worst %g)", what, j, bad, eb, worst);
+        }
+        free(w);
+    }
+    free(sc);
+    free(sd);
+    free(rc_);
+    free(rd);
+    free(send);
+    free(got);
+}
+
+static void a2a(void)
+{
+    for (int nr = 1; nr <= 4; nr++) {
+        for (int i = 0; i < 4; i++) {
+            rt_case k = rt_matrix_case(i);
+            a2a_one(&k, nr, i % 2, i < 2 ? 3000 : 700, i == 3, 0, RT_FIELD);
+        }
+        rt_case a = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
+        a2a_one(&a, nr, 1, 2000, 0, 1, RT_FIELD); /* ZMPI_INTRA_NODE=compress */
+        a2a_one(&a, nr, 0, 1000, 0, 0, RT_SPECIAL);
+    }
+}
+
 /* The decision with a network configured so fast that the model finds no
  * gain: where the default is node-aware (several multi-rank nodes), the
  * model (of flat algorithms, one link per rank) does not veto it - the
@@ -449,6 +552,7 @@ int main(int argc, char **argv)
     id_gnode = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_GATHER, "node");
     MT_CHECK(&T, id_snode > 0 && id_gnode > 0, "Scatter / Gather node ids %d %d", id_snode, id_gnode);
     moved();
+    a2a();
     gather_mismatch();
     allreduce();
     reduce();

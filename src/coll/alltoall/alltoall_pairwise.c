@@ -33,7 +33,9 @@
  * src/core/chan.c); both ends keep it. Collectives are called in the same
  * order on every rank, so the channels stay in step.
  *
- * Raw blocks (Alltoallv): a block below ZMPI_MIN_BYTES, or one the model
+ * Raw blocks: a block between two ranks of one node (unless
+ * ZMPI_INTRA_NODE=compress; both ends know the layout) and, in Alltoallv, a
+ * block below ZMPI_MIN_BYTES, or one the model
  * finds not worth compressing on the configured network (zmpi_block_plain:
  * its count and the settings decide, so both ends agree without a message;
  * decided once per call, per peer and direction), travels as its raw bytes
@@ -132,8 +134,9 @@ static int pw_setup(pw *p)
     ZMPI_CHECK(zmpi_alloc(2 * (size_t)size, &p->raw));
     for (int j = 0; j < size; j++) { /* raw blocks need no slot, nor room in out unless in place */
         size_t ns = (size_t)p->sendcounts[j], nr = (size_t)p->recvcounts[j];
-        p->raw[j] = (unsigned char)(ns > 0 && zmpi_block_plain(c, ns));
-        p->raw[size + j] = (unsigned char)(nr > 0 && zmpi_block_plain(c, nr));
+        int near = zmpi_call_same_node(c, j); /* shared memory moves it faster than a codec */
+        p->raw[j] = (unsigned char)(ns > 0 && (near || zmpi_block_plain(c, ns)));
+        p->raw[size + j] = (unsigned char)(nr > 0 && (near || zmpi_block_plain(c, nr)));
         if (j == c->rank)
             continue;
         total += !p->raw[j] ? zmpi_dm_cap(c, ns) : p->in_place ? ns * c->es : 0;
