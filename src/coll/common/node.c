@@ -82,68 +82,74 @@ fn_fail:
     goto fn_exit;
 }
 
-int zmpi_node_coders(const zmpi_topo *t, int root, int **h, int *L, int **helper)
+int zmpi_node_coders(const zmpi_call *c, const zmpi_topo *t, int root, zmpi_node_coding *k)
 {
-    int rc = MPI_SUCCESS, n = 0, k = 0, rnode = t->node_of[root];
-    *h = *helper = NULL;
+    int rc = MPI_SUCCESS, n = 0, at = 0, rnode = t->node_of[root];
+    memset(k, 0, sizeof *k);
+    k->me = -1;
     for (int i = 0; i < t->size; i++)
         n += t->node_of[i] == rnode;
-    ZMPI_CHECK(zmpi_alloc((size_t)n * sizeof **h, h));
-    ZMPI_CHECK(zmpi_alloc((size_t)t->size * sizeof **helper, helper));
-    (*h)[k++] = root;
+    ZMPI_CHECK(zmpi_alloc((size_t)n * sizeof *k->h, &k->h));
+    ZMPI_CHECK(zmpi_alloc((size_t)t->size * sizeof *k->helper, &k->helper));
+    k->L = n;
+    k->h[at++] = root;
     for (int i = 0; i < t->size; i++)
         if (i != root && t->node_of[i] == rnode)
-            (*h)[k++] = i;
-    *L = n;
-    k = 0;
+            k->h[at++] = i;
+    for (int m = 0; m < n; m++)
+        k->me = k->h[m] == c->rank ? m : k->me;
+    at = 0;
     for (int i = 0; i < t->size; i++)
-        (*helper)[i] = t->node_of[i] == rnode ? -1 : ++k % n; /* the root, busiest, last */
-fn_exit:
-    return rc;
+        k->helper[i] = t->node_of[i] == rnode ? -1 : ++at % n; /* the root, busiest, last */
 fn_fail:
-    free(*h);
-    *h = NULL;
-    goto fn_exit;
+    return rc;
 }
 
-int zmpi_node_share_send(const zmpi_call *c, const int *counts, const int *h, int L, const int *helper, int tag,
-                         int *buf, zmpi_dm_reqs *r)
+void zmpi_node_coding_free(zmpi_node_coding *k)
+{
+    free(k->h);
+    free(k->helper);
+    k->h = k->helper = NULL;
+}
+
+int zmpi_node_share_send(const zmpi_call *c, const zmpi_node_coding *k, const int *counts, int tag, int *buf,
+                         zmpi_dm_reqs *r)
 {
     int rc = MPI_SUCCESS;
-    for (int m = 1; m < L; m++) {
+    for (int m = 1; m < k->L; m++) {
         int n = 0;
         for (int i = 0; i < c->size; i++)
-            if (helper[i] == m)
+            if (k->helper[i] == m)
                 buf[n++] = counts[i];
         if (n > 0)
-            ZMPI_CHECK(zmpi_dm_isend(c, buf, (size_t)n * sizeof *buf, h[m], tag, r));
+            ZMPI_CHECK(zmpi_dm_isend(c, buf, (size_t)n * sizeof *buf, k->h[m], tag, r));
         buf += n;
     }
 fn_fail:
     return rc;
 }
 
-int zmpi_node_share_recv(zmpi_call *c, const int *helper, int me, int root, int tag, zmpi_node_share *sh)
+int zmpi_node_share_recv(zmpi_call *c, const zmpi_node_coding *k, int root, int tag, zmpi_node_share *sh)
 {
-    int rc = MPI_SUCCESS, n = 0, k = 0;
+    int rc = MPI_SUCCESS, n = 0, at = 0;
     memset(sh, 0, sizeof *sh);
     for (int i = 0; i < c->size; i++)
-        n += helper[i] == me;
+        n += k->helper[i] == k->me;
     ZMPI_CHECK(zmpi_alloc((size_t)(n ? n : 1) * sizeof *sh->who, &sh->who));
     ZMPI_CHECK(zmpi_alloc((size_t)(n ? n : 1) * sizeof *sh->cnt, &sh->cnt));
     sh->n = n;
     for (int i = 0; i < c->size; i++)
-        if (helper[i] == me)
-            sh->who[k++] = i;
+        if (k->helper[i] == k->me)
+            sh->who[at++] = i;
     if (n > 0)
         ZMPI_CHECK(zmpi_dm_recv(c, sh->cnt, (size_t)n * sizeof *sh->cnt, root, tag));
-    for (k = 0; k < n; k++) {
-        if (sh->cnt[k] < 0) {
+    for (at = 0; at < n; at++) {
+        if (sh->cnt[at] < 0) {
             rc = MPI_ERR_COUNT;
             goto fn_fail;
         }
-        sh->raw += (size_t)sh->cnt[k] * c->es;
-        sh->zcap += zmpi_dm_cap(c, (size_t)sh->cnt[k]);
+        sh->raw += (size_t)sh->cnt[at] * c->es;
+        sh->zcap += zmpi_dm_cap(c, (size_t)sh->cnt[at]);
     }
 fn_fail:
     return rc;

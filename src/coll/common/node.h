@@ -45,16 +45,23 @@ int zmpi_node_reduce_scatter(zmpi_call *c, zmpi_node_job *j, const void *in, siz
 
 /* The coders of a rooted data-movement call (Scatter, Gather): the ranks of
  * the root's node share the coding of the parts of every rank off that
- * node. On layout t: *L ranks of the root's node, their ranks in (*h)[0..L)
- * (comm's order, the root first); for every rank i off that node,
- * (*helper)[i] the index in *h of the rank that codes its part - round-robin
- * over the off-node ranks in comm's order, the root's turn last (it also
- * hands the parts out), so that consecutive ranks go to different coders -
- * and -1 for the ranks of the root's node. The same on
- * every rank (it depends on the layout only). Free both arrays. */
-int zmpi_node_coders(const zmpi_topo *t, int root, int **h, int *L, int **helper);
+ * node. L ranks of the root's node, their ranks in h[0..L) (comm's order,
+ * the root first); for every rank i off that node, helper[i] the index in h
+ * of the rank that codes its part - round-robin over the off-node ranks in
+ * comm's order, the root's turn last (it also hands the parts out), so that
+ * consecutive ranks go to different coders - and -1 for the ranks of the
+ * root's node; me: this rank's index in h (0: the root), -1 off that node.
+ * The same on every rank (it depends on the layout only). */
+typedef struct zmpi_node_coding {
+    int L, me;
+    int *h, *helper;
+} zmpi_node_coding;
+/* The coding of root's call on c's layout t. Free with zmpi_node_coding_free,
+ * on errors too. */
+int zmpi_node_coders(const zmpi_call *c, const zmpi_topo *t, int root, zmpi_node_coding *k);
+void zmpi_node_coding_free(zmpi_node_coding *k);
 
-/* The share of coder h[me] (me >= 1: not the root) of such a call: the n
+/* The share of coder k->h[k->me] (me >= 1: not the root) of such a call: the n
  * ranks it codes for (who, in rank order) and their parts' counts, which
  * only the root knows (Scatterv, Gatherv) and sends in one message; raw and
  * zcap: their raw bytes and worst-case streams in all. */
@@ -66,11 +73,11 @@ typedef struct zmpi_node_share {
 /* The root: every coder's counts (counts[i] of each rank i it codes for),
  * one message each on tag, its requests added to r; buf (size ints) holds
  * them until r completes. */
-int zmpi_node_share_send(const zmpi_call *c, const int *counts, const int *h, int L, const int *helper, int tag,
-                         int *buf, zmpi_dm_reqs *r);
-/* Coder h[me]: its share, the counts received from root on tag. Free with
+int zmpi_node_share_send(const zmpi_call *c, const zmpi_node_coding *k, const int *counts, int tag, int *buf,
+                         zmpi_dm_reqs *r);
+/* This coder's share, the counts received from root on tag. Free with
  * zmpi_node_share_free, on errors too. */
-int zmpi_node_share_recv(zmpi_call *c, const int *helper, int me, int root, int tag, zmpi_node_share *sh);
+int zmpi_node_share_recv(zmpi_call *c, const zmpi_node_coding *k, int root, int tag, zmpi_node_share *sh);
 void zmpi_node_share_free(zmpi_node_share *sh);
 
 #endif

@@ -77,10 +77,10 @@ static int forward(zmpi_call *c, int e, const unsigned char *z, size_t len, size
     return rc;
 }
 
-/* Rank h[me] of the root's node other than the root: its own block raw to
+/* A rank of the root's node other than the root (k->me > 0): its own block raw to
  * the root, then the blocks of the ranks it decodes for, each forwarded as
  * soon as it is decoded, then its status. */
-static int coder(zmpi_call *c, const void *sendbuf, int sendcount, int root, const int *helper, int me)
+static int coder(zmpi_call *c, const void *sendbuf, int sendcount, int root, const zmpi_node_coding *co)
 {
     int rc = MPI_SUCCESS, drc = MPI_SUCCESS, k;
     unsigned char *out = NULL, *z = NULL;
@@ -91,7 +91,7 @@ static int coder(zmpi_call *c, const void *sendbuf, int sendcount, int root, con
 
     size_t own = (size_t)(sendcount > 0 ? sendcount : 0) * c->es;
     ZMPI_CHECK(zmpi_dm_isend_var(c, sendbuf, own, own, root, ZMPI_TAG_GATHER, &lenbuf, &s));
-    ZMPI_CHECK(zmpi_node_share_recv(c, helper, me, root, ZMPI_TAG_GATHER, &sh));
+    ZMPI_CHECK(zmpi_node_share_recv(c, co, root, ZMPI_TAG_GATHER, &sh));
     ZMPI_CHECK(zmpi_alloc((size_t)(sh.n ? sh.n : 1) * sizeof *in, &in));
     memset(in, 0, (size_t)(sh.n ? sh.n : 1) * sizeof *in);
     ZMPI_CHECK(zmpi_scratch_get(c, sh.raw ? sh.raw : 1, &out));
@@ -128,7 +128,7 @@ fn_fail:
 /* The root: the coders' counts, their own blocks and the blocks they
  * forward received in place, its own share of streams decoded in place. */
 static int collect(zmpi_call *c, const void *sendbuf, int sendcount, void *recvbuf, const int *recvcounts,
-                   const int *displs, int root, const int *h, int L, const int *helper)
+                   const int *displs, int root, const zmpi_node_coding *k)
 {
     int rc = MPI_SUCCESS, drc = MPI_SUCCESS, size = c->size;
     int *cnt = NULL, *status = NULL;
@@ -138,42 +138,42 @@ static int collect(zmpi_call *c, const void *sendbuf, int sendcount, void *recvb
     char *rb = recvbuf;
 
     ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *cnt, &cnt));
-    ZMPI_CHECK(zmpi_alloc((size_t)L * sizeof *status, &status));
-    ZMPI_CHECK(zmpi_alloc((size_t)L * sizeof *own, &own));
+    ZMPI_CHECK(zmpi_alloc((size_t)k->L * sizeof *status, &status));
+    ZMPI_CHECK(zmpi_alloc((size_t)k->L * sizeof *own, &own));
     ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *in, &in));
-    memset(own, 0, (size_t)L * sizeof *own);
+    memset(own, 0, (size_t)k->L * sizeof *own);
     memset(in, 0, (size_t)size * sizeof *in);
-    ZMPI_CHECK(zmpi_node_share_send(c, recvcounts, h, L, helper, ZMPI_TAG_GATHER, cnt, &r));
-    for (int m = 1; m < L; m++) /* coder m's own block, raw, into place */
-        ZMPI_CHECK(zmpi_dm_vrecv_post(c, &own[m], rb + (ptrdiff_t)displs[h[m]] * (ptrdiff_t)c->es,
-                                      (size_t)recvcounts[h[m]] * c->es, h[m], ZMPI_TAG_GATHER));
+    ZMPI_CHECK(zmpi_node_share_send(c, k, recvcounts, ZMPI_TAG_GATHER, cnt, &r));
+    for (int m = 1; m < k->L; m++) /* coder m's own block, raw, into place */
+        ZMPI_CHECK(zmpi_dm_vrecv_post(c, &own[m], rb + (ptrdiff_t)displs[k->h[m]] * (ptrdiff_t)c->es,
+                                      (size_t)recvcounts[k->h[m]] * c->es, k->h[m], ZMPI_TAG_GATHER));
     size_t total = 0, off = 0;
     for (int i = 0; i < size; i++)
-        if (helper[i] == 0)
+        if (k->helper[i] == 0)
             total += zmpi_dm_cap(c, (size_t)recvcounts[i]);
     ZMPI_CHECK(zmpi_scratch_get(c, total ? total : 1, &z));
     for (int i = 0; i < size; i++) { /* its own share of the streams */
-        if (helper[i] != 0)
+        if (k->helper[i] != 0)
             continue;
         size_t cap = zmpi_dm_cap(c, (size_t)recvcounts[i]);
         ZMPI_CHECK(zmpi_dm_vrecv_post(c, &in[i], z + off, cap, i, ZMPI_TAG_GATHER));
         off += cap;
     }
     drc = zmpi_dm_gather_own(c, sendbuf, sendcount, recvbuf, recvcounts, displs, root);
-    for (int m = 1; m < L; m++) { /* coder m: its own block in full, then what it forwards, then its status */
+    for (int m = 1; m < k->L; m++) { /* coder m: its own block in full, then what it forwards, then its status */
         ZMPI_CHECK(zmpi_dm_vrecv_wait(c, &own[m]));
         if (own[m].len % c->es)
             drc = drc ? drc : MPI_ERR_TRUNCATE;
         for (int i = 0; i < size; i++)
-            if (helper[i] == m)
+            if (k->helper[i] == m)
                 ZMPI_CHECK(zmpi_dm_irecv(c, rb + (ptrdiff_t)displs[i] * (ptrdiff_t)c->es,
-                                         (size_t)recvcounts[i] * c->es, h[m], ZMPI_TAG_GATHER, &f));
+                                         (size_t)recvcounts[i] * c->es, k->h[m], ZMPI_TAG_GATHER, &f));
         ZMPI_CHECK(zmpi_dm_reqs_reserve(&f, 1));
-        ZMPI_CHECK(PMPI_Irecv(&status[m], 1, MPI_INT, h[m], ZMPI_TAG_GATHER, c->comm, &f.req[f.n]));
+        ZMPI_CHECK(PMPI_Irecv(&status[m], 1, MPI_INT, k->h[m], ZMPI_TAG_GATHER, c->comm, &f.req[f.n]));
         f.n++;
     }
     for (int i = 0; i < size; i++) {
-        if (helper[i] != 0)
+        if (k->helper[i] != 0)
             continue;
         ZMPI_CHECK(zmpi_dm_vrecv_wait(c, &in[i]));
         int e = zmpi_dm_decompress(c, in[i].buf, in[i].len, rb + (ptrdiff_t)displs[i] * (ptrdiff_t)c->es,
@@ -182,7 +182,7 @@ static int collect(zmpi_call *c, const void *sendbuf, int sendcount, void *recvb
     }
     ZMPI_CHECK(zmpi_dm_waitall(&f));
     ZMPI_CHECK(zmpi_dm_waitall(&r));
-    for (int m = 1; m < L; m++)
+    for (int m = 1; m < k->L; m++)
         drc = drc ? drc : status[m];
     rc = drc;
 fn_exit:
@@ -195,7 +195,7 @@ fn_exit:
     free(in);
     return rc;
 fn_fail:
-    for (int m = 0; own && m < L; m++)
+    for (int m = 0; own && m < k->L; m++)
         zmpi_dm_vrecv_drop(&own[m]);
     for (int i = 0; in && i < size; i++)
         zmpi_dm_vrecv_drop(&in[i]);
@@ -209,32 +209,29 @@ int zmpi_gatherv_node(zmpi_call *c, const void *sendbuf, int sendcount, void *re
     if (!t || t->size != c->size)
         return zmpi_gatherv_linear(c, sendbuf, sendcount, recvbuf, recvcounts, displs, root);
     zmpi_call_ran(c, ZMPI_GATHER_NODE);
-    int rc = MPI_SUCCESS, L = 0, *h = NULL, *helper = NULL;
+    int rc = MPI_SUCCESS;
+    zmpi_node_coding k;
     unsigned char *z = NULL;
     uint64_t lenbuf = 0;
     zmpi_dm_reqs r = {0};
 
-    ZMPI_CHECK(zmpi_node_coders(t, root, &h, &L, &helper));
-    if (c->rank == root) {
-        ZMPI_CHECK(collect(c, sendbuf, sendcount, recvbuf, recvcounts, displs, root, h, L, helper));
-    } else if (helper[c->rank] < 0) { /* a coder on the root's node */
-        int me = 1;
-        while (h[me] != c->rank)
-            me++;
-        ZMPI_CHECK(coder(c, sendbuf, sendcount, root, helper, me));
+    ZMPI_CHECK(zmpi_node_coders(c, t, root, &k));
+    if (k.me == 0) {
+        ZMPI_CHECK(collect(c, sendbuf, sendcount, recvbuf, recvcounts, displs, root, &k));
+    } else if (k.me > 0) { /* a coder on the root's node */
+        ZMPI_CHECK(coder(c, sendbuf, sendcount, root, &k));
     } else { /* off the root's node: its block to its coder */
         size_t n = (size_t)(sendcount > 0 ? sendcount : 0), cap = zmpi_dm_cap(c, n), len = 0;
         if (cap == 0)
             goto fn_exit;
         ZMPI_CHECK(zmpi_scratch_get(c, cap, &z));
         ZMPI_CHECK(zmpi_dm_compress(c, sendbuf, n, z, cap, &len));
-        ZMPI_CHECK(zmpi_dm_isend_var(c, z, len, cap, h[helper[c->rank]], ZMPI_TAG_GATHER, &lenbuf, &r));
+        ZMPI_CHECK(zmpi_dm_isend_var(c, z, len, cap, k.h[k.helper[c->rank]], ZMPI_TAG_GATHER, &lenbuf, &r));
         ZMPI_CHECK(zmpi_dm_waitall(&r));
     }
 fn_exit:
     zmpi_dm_reqs_free(&r);
-    free(h);
-    free(helper);
+    zmpi_node_coding_free(&k);
     zmpi_scratch_put(c, z);
     return rc;
 fn_fail:

@@ -45,7 +45,7 @@
 /* Rank i of the root's node other than the root (a coder): its own part,
  * the counts, the raw parts of the ranks it codes for, each compressed and
  * sent as soon as it is in. */
-static int coder(zmpi_call *c, void *recvbuf, int recvcount, int root, const int *helper, int me)
+static int coder(zmpi_call *c, void *recvbuf, int recvcount, int root, const zmpi_node_coding *co)
 {
     int rc = MPI_SUCCESS, drc, k;
     unsigned char *in = NULL, *z = NULL;
@@ -54,7 +54,7 @@ static int coder(zmpi_call *c, void *recvbuf, int recvcount, int root, const int
     zmpi_dm_vrecv own = {0};
     zmpi_node_share sh;
 
-    ZMPI_CHECK(zmpi_node_share_recv(c, helper, me, root, ZMPI_TAG_SCATTER, &sh));
+    ZMPI_CHECK(zmpi_node_share_recv(c, co, root, ZMPI_TAG_SCATTER, &sh));
     int n = sh.n;
     ZMPI_CHECK(zmpi_alloc((size_t)(n ? n : 1) * sizeof *lenbuf, &lenbuf));
     ZMPI_CHECK(zmpi_alloc((size_t)(n ? n : 1) * sizeof *r, &r));
@@ -107,7 +107,7 @@ fn_fail:
  * posted at once, in the order the coders receive them), then its own
  * share compressed and sent, its own part copied. */
 static int deal(zmpi_call *c, const void *sendbuf, const int *sendcounts, const int *displs, void *recvbuf,
-                int recvcount, int root, const int *h, int L, const int *helper)
+                int recvcount, int root, const zmpi_node_coding *k)
 {
     int rc = MPI_SUCCESS, size = c->size;
     int *cnt = NULL;
@@ -118,24 +118,24 @@ static int deal(zmpi_call *c, const void *sendbuf, const int *sendcounts, const 
 
     ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *cnt, &cnt));
     ZMPI_CHECK(zmpi_alloc((size_t)size * sizeof *lenbuf, &lenbuf));
-    ZMPI_CHECK(zmpi_node_share_send(c, sendcounts, h, L, helper, ZMPI_TAG_SCATTER, cnt, &r));
-    for (int m = 1; m < L; m++) { /* coder m: its own part, then the raw parts it codes */
-        int d = h[m];
+    ZMPI_CHECK(zmpi_node_share_send(c, k, sendcounts, ZMPI_TAG_SCATTER, cnt, &r));
+    for (int m = 1; m < k->L; m++) { /* coder m: its own part, then the raw parts it codes */
+        int d = k->h[m];
         size_t own = (size_t)sendcounts[d] * c->es;
         ZMPI_CHECK(zmpi_dm_isend_var(c, sb + (ptrdiff_t)displs[d] * (ptrdiff_t)c->es, own, own, d,
                                      ZMPI_TAG_SCATTER, &lenbuf[d], &r));
         for (int i = 0; i < size; i++)
-            if (helper[i] == m)
+            if (k->helper[i] == m)
                 ZMPI_CHECK(zmpi_dm_isend(c, sb + (ptrdiff_t)displs[i] * (ptrdiff_t)c->es,
                                          (size_t)sendcounts[i] * c->es, d, ZMPI_TAG_SCATTER, &r));
     }
     size_t total = 0, off = 0;
     for (int i = 0; i < size; i++)
-        if (helper[i] == 0)
+        if (k->helper[i] == 0)
             total += zmpi_dm_cap(c, (size_t)sendcounts[i]);
     ZMPI_CHECK(zmpi_scratch_get(c, total ? total : 1, &z));
     for (int i = 0; i < size; i++) {
-        if (helper[i] != 0)
+        if (k->helper[i] != 0)
             continue;
         size_t n = (size_t)sendcounts[i], cap = zmpi_dm_cap(c, n), len = 0;
         ZMPI_CHECK(zmpi_dm_compress(c, sb + (ptrdiff_t)displs[i] * (ptrdiff_t)c->es, n, z + off, cap, &len));
@@ -162,30 +162,27 @@ int zmpi_scatterv_node(zmpi_call *c, const void *sendbuf, const int *sendcounts,
     if (!t || t->size != c->size)
         return zmpi_scatterv_linear(c, sendbuf, sendcounts, displs, recvbuf, recvcount, root);
     zmpi_call_ran(c, ZMPI_SCATTER_NODE);
-    int rc = MPI_SUCCESS, L = 0, *h = NULL, *helper = NULL;
+    int rc = MPI_SUCCESS;
+    zmpi_node_coding k;
     unsigned char *z = NULL;
     zmpi_dm_vrecv in = {0};
 
-    ZMPI_CHECK(zmpi_node_coders(t, root, &h, &L, &helper));
-    if (c->rank == root) {
-        ZMPI_CHECK(deal(c, sendbuf, sendcounts, displs, recvbuf, recvcount, root, h, L, helper));
-    } else if (helper[c->rank] < 0) { /* a coder on the root's node */
-        int me = 1;
-        while (h[me] != c->rank)
-            me++;
-        ZMPI_CHECK(coder(c, recvbuf, recvcount, root, helper, me));
+    ZMPI_CHECK(zmpi_node_coders(c, t, root, &k));
+    if (k.me == 0) {
+        ZMPI_CHECK(deal(c, sendbuf, sendcounts, displs, recvbuf, recvcount, root, &k));
+    } else if (k.me > 0) { /* a coder on the root's node */
+        ZMPI_CHECK(coder(c, recvbuf, recvcount, root, &k));
     } else { /* off the root's node: its part from its coder */
         size_t cap = zmpi_dm_cap(c, (size_t)recvcount);
         if (cap == 0)
             goto fn_exit; /* nothing to receive */
         ZMPI_CHECK(zmpi_scratch_get(c, cap, &z));
-        ZMPI_CHECK(zmpi_dm_vrecv_post(c, &in, z, cap, h[helper[c->rank]], ZMPI_TAG_SCATTER));
+        ZMPI_CHECK(zmpi_dm_vrecv_post(c, &in, z, cap, k.h[k.helper[c->rank]], ZMPI_TAG_SCATTER));
         ZMPI_CHECK(zmpi_dm_vrecv_wait(c, &in));
         ZMPI_CHECK(zmpi_dm_decompress(c, z, in.len, recvbuf, (size_t)recvcount));
     }
 fn_exit:
-    free(h);
-    free(helper);
+    zmpi_node_coding_free(&k);
     zmpi_scratch_put(c, z);
     return rc;
 fn_fail:
