@@ -493,6 +493,23 @@ int zp_routing(void)
     return atomic_load_explicit(&zp.route, memory_order_relaxed);
 }
 
+void zp_comm_made(MPI_Comm comm)
+{
+    int inter = 1, size = 0;
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    if (comm == MPI_COMM_NULL || !atomic_load_explicit(&zp.route, memory_order_relaxed) ||
+        PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter || PMPI_Comm_size(comm, &size) != MPI_SUCCESS ||
+        size < 2 || PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS)
+        return;
+    /* the program's handler (inherited from the parent) must not see an
+     * error of the set-up: the state keeps it for the first collective */
+    if (PMPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN) == MPI_SUCCESS) {
+        (void)ZMPI_Comm_prepare(comm);
+        PMPI_Comm_set_errhandler(comm, eh);
+    }
+    PMPI_Errhandler_free(&eh);
+}
+
 int zp_profile_only(void)
 {
     return zp.profile_only;

@@ -43,6 +43,18 @@ void zp_begin(zp_frame *f, int call, void *ra, MPI_Comm comm);
  * destination; buf NULL if none or not sampled) for the advisor. */
 void zp_end(zp_frame *f, int rc, unsigned long long bytes, const void *buf, int count, MPI_Datatype datatype);
 
+/* A communicator the program has just made (the made= mark of
+ * mpi_functions.txt): when the ZMPI_ paths run, zmpi's one-time set-up of it
+ * (ZMPI_Comm_prepare: the ranks' settings compared, the node layout, the
+ * private duplicate) is done now, as a program calling zmpi directly does,
+ * instead of in the first compressed collective on it, which would then
+ * carry the cost of a communicator creation. Collective over comm (every
+ * rank of it has just made it; whether the ZMPI_ paths run is the same on
+ * every rank). An error here is not raised: it is kept and raised by the
+ * first collective, as without this set-up. MPI_COMM_NULL, one rank and an
+ * intercommunicator: nothing to do. */
+void zp_comm_made(MPI_Comm comm);
+
 /* A large-count receive capacity as an int: at most INT_MAX. */
 static inline int zp_clamp(MPI_Count count)
 {

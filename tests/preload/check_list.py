@@ -71,6 +71,7 @@ def main():
         "narrow without an MPI_Count": "int MPI_Send_c(int count) | narrow\n",
         "listed twice": "int MPI_Send(int count)\nint MPI_Send(int count)\n",
         "variadic, not hand-written": "int MPI_Pcontrol(const int level, ...)\n",
+        "made= names no MPI_Comm *": "int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) | made=comm\n",
     }
     with tempfile.TemporaryDirectory() as d:
         for what, body in bad.items():

@@ -29,6 +29,15 @@
  *   partial    (a run where only some ranks have a bound) MPI_Recv_init +
  *              MPI_Start and MPI_Isendrecv_replace of doubles on every rank:
  *              the doubles within TOLERANCE or an error, never stream bytes
+ *   made       communicators made by MPI_Comm_dup, _dup_with_info, _split
+ *              (MPI_UNDEFINED on some ranks), _split_type, _create, _create_group,
+ *              MPI_Cart_create, _sub, MPI_Graph_create, MPI_Dist_graph_create,
+ *              _create_adjacent and MPI_Intercomm_merge: under the preload
+ *              with compression on, zmpi has set each up when it returns
+ *              (its node layout is known: ZMPI_Stats.nodes, looked up with
+ *              dlsym), each has the error handler MPI gives it (the
+ *              parent's, or the default), and an
+ *              MPI_Allreduce of doubles on it is within TOLERANCE
  *   ids        integer ids 0..N-1 carried in MPI_DOUBLE by MPI_Sendrecv and
  *              MPI_Sendrecv_replace, checked EXACTLY whatever TOLERANCE
  *              (run with a policy that excludes those calls or their sites)
@@ -42,6 +51,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <zmpi/zmpi.h> /* ZMPI_Stats only: this program calls no zmpi function directly */
 
 /* MPI_STATUSES_IGNORE passed for an array parameter: a known false positive */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -471,12 +482,139 @@ static void case_ids(void)
     free(r);
 }
 
+/* ---- made: communicators the program makes ---- */
+
+static int handler_calls;
+
+static void count_error(MPI_Comm *c, int *code, ...)
+{
+    (void)c;
+    (void)code;
+    handler_calls++;
+}
+
+/* c, just made from a parent whose error handler was eh: set up by zmpi if
+ * prepared (the preload runs with compression on), eh kept, and a
+ * compressed MPI_Allreduce on it right. */
+static void check_made(const char *what, MPI_Comm c, MPI_Errhandler eh, int prepared)
+{
+    int (*stats)(MPI_Comm, ZMPI_Stats *) = (int (*)(MPI_Comm, ZMPI_Stats *))dlsym(RTLD_DEFAULT, "ZMPI_Comm_get_stats");
+    int n = 0, inter = 0;
+    MPI_Comm_size(c, &n);
+    MPI_Comm_test_inter(c, &inter);
+    if (inter) {
+        fail(what, "an intercommunicator (%ld, %ld)", 0, 0);
+        return;
+    }
+    ZMPI_Stats st;
+    if (stats && prepared && n > 1 && (stats(c, &st) != MPI_SUCCESS || st.nodes < 1))
+        fail(what, "not set up by zmpi when made (nodes %ld, size %ld)", stats ? (long)st.nodes : -1L, n);
+    MPI_Errhandler got = MPI_ERRHANDLER_NULL;
+    MPI_Comm_get_errhandler(c, &got);
+    if (got != eh && got != MPI_ERRORS_ARE_FATAL) /* MPICH 4.0 gives the default to MPI_Comm_create's */
+        fail(what, "its error handler is neither the parent's nor MPI's default (%ld, %ld)", 0, 0);
+    if (got != MPI_ERRHANDLER_NULL)
+        MPI_Errhandler_free(&got);
+    double *s = malloc(sizeof(double) * BIG), *r = malloc(sizeof(double) * BIG);
+    int me = 0;
+    MPI_Comm_rank(c, &me);
+    for (int i = 0; i < BIG; i++) /* integers: the plain sum is exact in any order */
+        s[i] = (double)((i / 16 + 3 * me) % 4096);
+    if (MPI_Allreduce(s, r, BIG, MPI_DOUBLE, MPI_SUM, c) != MPI_SUCCESS) {
+        fail(what, "MPI_Allreduce failed (%ld, %ld)", 0, 0);
+    } else {
+        long bad = 0;
+        for (int i = 0; i < BIG; i++) {
+            double want = 0;
+            for (int k = 0; k < n; k++)
+                want += (double)((i / 16 + 3 * k) % 4096);
+            bad += !(fabs(r[i] - want) <= tol);
+        }
+        if (bad)
+            fail(what, "MPI_Allreduce: %ld of %ld elements beyond the tolerance", bad, BIG);
+    }
+    free(s);
+    free(r);
+    MPI_Comm_free(&c);
+}
+
+static void case_made(void)
+{
+    int prepared = dlsym(RTLD_DEFAULT, "ZMPI_Comm_get_stats") && (getenv("ZMPI_EB") || getenv("ZMPI_CODEC"));
+    MPI_Comm parent, c;
+    MPI_Errhandler eh;
+    MPI_Comm_dup(MPI_COMM_WORLD, &parent);
+    MPI_Comm_create_errhandler(count_error, &eh);
+    MPI_Comm_set_errhandler(parent, eh);
+    MPI_Comm_dup(parent, &c);
+    check_made("MPI_Comm_dup", c, eh, prepared);
+    MPI_Comm_dup_with_info(parent, MPI_INFO_NULL, &c);
+    check_made("MPI_Comm_dup_with_info", c, eh, prepared);
+    MPI_Comm_split(parent, rank % 2, size - rank, &c);
+    check_made("MPI_Comm_split", c, eh, prepared);
+    MPI_Comm_split(parent, rank == 0 && size > 1 ? MPI_UNDEFINED : 0, rank, &c);
+    if (rank == 0 && size > 1 ? c != MPI_COMM_NULL : c == MPI_COMM_NULL)
+        fail("MPI_Comm_split with MPI_UNDEFINED", "rank %ld got the wrong communicator (%ld)", rank, 0);
+    else if (c != MPI_COMM_NULL)
+        check_made("MPI_Comm_split with MPI_UNDEFINED", c, eh, prepared);
+    MPI_Comm_split_type(parent, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &c);
+    check_made("MPI_Comm_split_type", c, eh, prepared);
+    MPI_Group all, some;
+    int last = size - 1;
+    MPI_Comm_group(parent, &all);
+    MPI_Group_excl(all, size > 1 ? 1 : 0, &last, &some);
+    MPI_Comm_create(parent, some, &c);
+    if (c != MPI_COMM_NULL)
+        check_made("MPI_Comm_create", c, eh, prepared);
+    if (rank != last || size == 1) {
+        MPI_Comm_create_group(parent, some, 7, &c);
+        check_made("MPI_Comm_create_group", c, eh, prepared);
+    }
+    MPI_Group_free(&some);
+    MPI_Group_free(&all);
+    int dims[2] = {size, 1}, periods[2] = {1, 0}, keep[2] = {1, 0};
+    MPI_Comm cart;
+    MPI_Cart_create(parent, 2, dims, periods, 0, &cart);
+    MPI_Cart_sub(cart, keep, &c);
+    check_made("MPI_Cart_sub", c, eh, prepared);
+    check_made("MPI_Cart_create", cart, eh, prepared);
+    int *index = malloc(sizeof(int) * (size_t)size), *edges = malloc(sizeof(int) * (size_t)size);
+    for (int k = 0; k < size; k++) {
+        index[k] = k + 1;
+        edges[k] = (k + 1) % size;
+    }
+    MPI_Graph_create(parent, size, index, edges, 0, &c);
+    check_made("MPI_Graph_create", c, eh, prepared);
+    free(index);
+    free(edges);
+    int one = 1;
+    MPI_Dist_graph_create_adjacent(parent, 1, &left, MPI_UNWEIGHTED, 1, &right, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &c);
+    check_made("MPI_Dist_graph_create_adjacent", c, eh, prepared);
+    MPI_Dist_graph_create(parent, 1, &rank, &one, &right, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &c);
+    check_made("MPI_Dist_graph_create", c, eh, prepared);
+    if (size > 1) {
+        MPI_Comm half, ic;
+        int low = rank < size / 2;
+        MPI_Comm_split(parent, low, rank, &half);
+        MPI_Intercomm_create(half, 0, parent, low ? size / 2 : 0, 9, &ic);
+        MPI_Comm_set_errhandler(ic, eh);
+        MPI_Intercomm_merge(ic, !low, &c);
+        check_made("MPI_Intercomm_merge", c, eh, prepared);
+        MPI_Comm_free(&ic);
+        MPI_Comm_free(&half);
+    }
+    if (handler_calls)
+        fail("made", "the program's error handler was called %ld times", handler_calls, 0);
+    MPI_Errhandler_free(&eh);
+    MPI_Comm_free(&parent);
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
 } cases[] = {{"bytes", case_bytes},     {"userstream", case_userstream}, {"replace", case_replace},
              {"getstatus", case_getstatus}, {"kept", case_kept},       {"truncate", case_truncate},
-             {"partial", case_partial}, {"ids", case_ids}};
+             {"partial", case_partial}, {"ids", case_ids},            {"made", case_made}};
 
 int main(int argc, char **argv)
 {

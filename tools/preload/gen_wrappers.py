@@ -19,6 +19,10 @@ function neither hand-written nor skipped,
         return zp_rc;
     }
 
+With a made=P mark (P the function's MPI_Comm * result), a successful call
+is followed by zp_comm_made(*P): zmpi's one-time set-up of the new
+communicator, inside the call's time.
+
 For a zmpi mark the call is `zp_f.route ? ZMPI_Name(ARGS) : PMPI_Name(ARGS)`
 (with excl=FUNC: `zp_f.route ? ZMPI_Name(ARGS) : zp_f.excluded ? FUNC(ARGS) :
 PMPI_Name(ARGS)`, FUNC taking the call's int arguments: the ZMPI_ paths run
@@ -136,7 +140,7 @@ def parse(path):
                     raise ListError("not 'RETURN_TYPE MPI_Name(PARAMETERS) [| MARK ...]'")
                 fn = {"ret": m.group("ret"), "name": m.group("name"), "params": m.group("params").strip(),
                       "hand": False, "skip": False, "zmpi": False, "narrow": False, "clamp": [], "only": None,
-                      "bytes": None, "data": None, "excl": None}
+                      "bytes": None, "data": None, "excl": None, "made": None}
                 if fn["name"] in names:
                     raise ListError(f"{fn['name']} listed twice")
                 names.add(fn["name"])
@@ -152,6 +156,10 @@ def parse(path):
                         fn["excl"] = mark[len("excl="):]
                         if not re.match(r"^\w+$", fn["excl"]):
                             raise ListError(f"malformed mark '{mark}'")
+                    elif mark.startswith("made="):
+                        fn["made"] = mark[len("made="):]
+                        if not re.match(r"^\w+$", fn["made"]):
+                            raise ListError(f"malformed mark '{mark}'")
                     elif mark.startswith("data="):
                         fn["data"] = [d.split(":") for d in mark[5:].split("|")]
                         if len(fn["data"]) > 2 or not all(1 <= len(d) <= 3 and all(re.match(r"^\w+$", x) for x in d)
@@ -165,6 +173,9 @@ def parse(path):
                     raise ListError("at most one of hand, skip, zmpi, narrow")
                 if fn["excl"] and not (fn["zmpi"] or fn["narrow"]):
                     raise ListError("excl= goes with zmpi or narrow")
+                if fn["made"] and (fn["hand"] or fn["skip"] or fn["ret"] != "int" or not any(
+                        re.match(r"^MPI_Comm\s*\*\s*" + fn["made"] + "$", p) for p in split_params(fn["params"]))):
+                    raise ListError("made=P names a parameter MPI_Comm *P of a generated function returning int")
                 if fn["params"] == "void":
                     fn["args"] = []
                 elif fn["hand"] or fn["skip"]:
@@ -387,6 +398,8 @@ def write_c(funcs, path, header):
             call = [f"    {fn['ret']} zp_rc = zp_f.route ? ZMPI_{fn['name'][4:]}({args}) : PMPI_{fn['name'][4:]}({args});"]
         elif fn["narrow"]:
             call = narrow_call(fn, args, comm)
+        if fn["made"]:
+            call += [f"    if (zp_rc == MPI_SUCCESS)", f"        zp_comm_made(*{fn['made']});"]
         data = data_expr(fn)
         rc = "zp_rc" if fn["ret"] == "int" else "MPI_SUCCESS"
         body = [f"ZP_EXPORT {fn['ret']} {fn['name']}({fn['params']})",
