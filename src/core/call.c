@@ -592,6 +592,8 @@ int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t b
         return ZMPI_CALL_ERR;
     if (p2p_decide(st, type, bytes, p2p_same_node(st, comm, peer), &dt))
         return ZMPI_CALL_PLAIN;
+    if (bytes < st->cfg.min_bytes && zmpi_codec_needs_channel(st->cfg.codec) != 1)
+        return ZMPI_CALL_PLAIN; /* raw whatever the data (counted as small): no codec context to make */
     if (fill(c, st, comm, type, dt, st->cfg.min_bytes)) {
         count_why(st, ZMPI_WHY_CONFIG);
         return ZMPI_CALL_PLAIN;

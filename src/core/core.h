@@ -434,7 +434,9 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
                     size_t bytes, int rivals);
 /* The same for point-to-point (no algorithm choice, no agreement: each end
  * decides alone, the message describes itself), a message to rank `peer`
- * of comm (plain if it shares this rank's node: ZMPI_INTRA_NODE). */
+ * of comm (plain if it shares this rank's node: ZMPI_INTRA_NODE; plain,
+ * with no codec context made, below ZMPI_MIN_BYTES unless the codec keeps
+ * an inter-step channel, whose history such a message resets). */
 int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t bytes, int peer);
 void zmpi_call_end(zmpi_call *c);
 /* Counts a point-to-point call that needs no codec (a receive, another

@@ -79,7 +79,9 @@ static void ring(env *e, zmpi_codec codec, int nonblocking)
     double *x = mt_xmalloc(N * sizeof *x), *y = mt_xmalloc(N * sizeof *y), *want = mt_xmalloc(N * sizeof *want);
     unsigned long long first = 0, later = 0;
     for (int s = 0; s < STEPS + 3; s++) {
-        int n = s == STEPS ? N / 2 : s == STEPS + 1 ? 10 : N; /* a size change, then a small message */
+        /* a size change, then a small message, then the size before it: the
+         * small one reset the channel at both ends */
+        int n = s == STEPS ? N / 2 : s == STEPS + 1 ? 10 : s == STEPS + 2 ? N / 2 : N;
         ZMPI_Stats s0 = mt_stats(c), s1;
         field(e, e->rank, s, x, n);
         if (nonblocking) {
