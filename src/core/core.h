@@ -236,7 +236,9 @@ typedef struct zmpi_comm_state {
     char mismatch[240];    /* why no collective can run on comm ("" = none): the ranks'
                               settings differ, or one rank's are invalid */
     int agreed;            /* the ranks' settings were compared since the last change */
-    int size, inter;       /* of the communicator (fixed for its life; duplicates share them) */
+    int size, inter;       /* of the communicator (fixed for its life) */
+    atomic_int sized;      /* size and inter are set (a state copied to a new communicator learns them
+                              from it at its first lookup: zmpi_state) */
     /* Measured once per (collective, size class), with the model on: each
      * way's time per byte (ZMPI_WAY_*; slowest rank; 0 = not measured),
      * whether a compressed way ran once unmeasured, and the measurement in

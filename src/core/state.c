@@ -71,9 +71,10 @@ static int copy_fn(MPI_Comm old, int key, void *extra, void *in, void *out, int 
         *flag = 0;
         return MPI_ERR_NO_MEM;
     }
-    n->size = s->size; /* a duplicate has the same group and kind */
-    n->inter = s->inter;
-    memcpy(n->bad, s->bad, sizeof n->bad); /* and the same settings: compared once is enough */
+    /* size and kind: learned from the new communicator at its first
+     * lookup - MPI_Comm_dup gives the parent's, but Open MPI 4.1 runs this
+     * callback for MPI_Comm_create_group too, whose group is a subset */
+    memcpy(n->bad, s->bad, sizeof n->bad); /* the same settings: compared once is enough (a subset agrees too) */
     memcpy(n->mismatch, s->mismatch, sizeof n->mismatch);
     n->agreed = s->agreed;
     *(void **)out = n;
@@ -107,8 +108,22 @@ zmpi_comm_state *zmpi_state(MPI_Comm comm)
     int flag = 0;
     if (PMPI_Comm_get_attr(comm, state_key, &val, &flag) != MPI_SUCCESS)
         return NULL;
-    if (flag)
-        return val;
+    if (flag) {
+        zmpi_comm_state *c = val;
+        if (!atomic_load_explicit(&c->sized, memory_order_acquire)) { /* copied by copy_fn */
+            int size = 0, inter = 0;
+            if (PMPI_Comm_size(comm, &size) != MPI_SUCCESS || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
+                return NULL;
+            pthread_mutex_lock(&c->chan_lock);
+            if (!atomic_load_explicit(&c->sized, memory_order_relaxed)) {
+                c->size = size;
+                c->inter = inter;
+                atomic_store_explicit(&c->sized, 1, memory_order_release);
+            }
+            pthread_mutex_unlock(&c->chan_lock);
+        }
+        return c;
+    }
     ZMPI_Config cfg;
     char msg[sizeof ((zmpi_comm_state *)0)->bad] = "";
     int env_bad = zmpi_config_env(&cfg, NULL, msg, sizeof msg);
@@ -117,8 +132,12 @@ zmpi_comm_state *zmpi_state(MPI_Comm comm)
         return NULL;
     if (env_bad) /* every zmpi call on comm reports it */
         snprintf(s->bad, sizeof s->bad, "%s", msg);
-    if (PMPI_Comm_size(comm, &s->size) != MPI_SUCCESS || PMPI_Comm_test_inter(comm, &s->inter) != MPI_SUCCESS ||
-        PMPI_Comm_set_attr(comm, state_key, s) != MPI_SUCCESS) {
+    if (PMPI_Comm_size(comm, &s->size) != MPI_SUCCESS || PMPI_Comm_test_inter(comm, &s->inter) != MPI_SUCCESS) {
+        state_free(s);
+        return NULL;
+    }
+    atomic_store_explicit(&s->sized, 1, memory_order_relaxed); /* published by the attribute */
+    if (PMPI_Comm_set_attr(comm, state_key, s) != MPI_SUCCESS) {
         state_free(s);
         return NULL;
     }

@@ -46,8 +46,10 @@
  * Derived datatypes made of one of MPI_FLOAT / MPI_DOUBLE (core/dtype.c):
  * the message is that of the packed elements - count instances of n
  * elements are sent and received exactly as count * n contiguous elements
- * (packed into a scratch buffer before sending unless the type is dense;
- * received into a staging buffer and unpacked after decoding). So a
+ * (a compressed one packed into a scratch buffer before sending unless the
+ * type is dense, a raw one sent with the user's type - the same bytes -
+ * unless its first element could start a stream; received into a staging
+ * buffer, decoded, and unpacked by MPI_Unpack). So a
  * derived-type sender matches a contiguous receiver and the reverse, and
  * the status counts elements (MPI_Get_count with the derived type gives
  * whole instances, or MPI_UNDEFINED).

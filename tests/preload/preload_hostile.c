@@ -587,10 +587,11 @@ static void case_made(void)
     check_made("MPI_Graph_create", c, eh, prepared);
     free(index);
     free(edges);
-    int one = 1;
-    MPI_Dist_graph_create_adjacent(parent, 1, &left, MPI_UNWEIGHTED, 1, &right, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &c);
+    /* weights given (Open MPI's MPI_UNWEIGHTED is an empty array GCC warns about) */
+    int one = 1, win = 1, wout = 1;
+    MPI_Dist_graph_create_adjacent(parent, 1, &left, &win, 1, &right, &wout, MPI_INFO_NULL, 0, &c);
     check_made("MPI_Dist_graph_create_adjacent", c, eh, prepared);
-    MPI_Dist_graph_create(parent, 1, &rank, &one, &right, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &c);
+    MPI_Dist_graph_create(parent, 1, &rank, &one, &right, &wout, MPI_INFO_NULL, 0, &c);
     check_made("MPI_Dist_graph_create", c, eh, prepared);
     if (size > 1) {
         MPI_Comm half, ic;
