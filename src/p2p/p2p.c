@@ -49,7 +49,7 @@
  * (a compressed one packed into a scratch buffer before sending unless the
  * type is dense, a raw one sent with the user's type - the same bytes -
  * unless its first element could start a stream; received into a staging
- * buffer, decoded, and unpacked by MPI_Unpack). So a
+ * buffer and unpacked after decoding). So a
  * derived-type sender matches a contiguous receiver and the reverse, and
  * the status counts elements (MPI_Get_count with the derived type gives
  * whole instances, or MPI_UNDEFINED).
@@ -425,12 +425,8 @@ int zmpi_p2p_rplan_deliver(const zmpi_p2p_rplan *pl, const void *data, size_t nb
         rc = deliver_other(pl, data, nbytes, buf, count, type, comm, st);
     } else {
         rc = zmpi_p2p_deliver(data, nbytes, pl->rbuf, pl->rcount, pl->rtype, comm, st, posted);
-        /* the elements received, from the staging buffer into the type map by
-         * MPI's own datatype engine, as a plain receive with the type would
-         * (on this machine as fast as a loop of copies; and SimGrid SMPI then
-         * charges zmpi's receive no more than MPI's own) */
-        if (rc == MPI_SUCCESS && pl->stage)
-            rc = zmpi_p2p_put_bytes(pl->stage, zmpi_p2p_status_bytes(st), buf, count, type, comm);
+        if (rc == MPI_SUCCESS && pl->stage) /* the elements received, from the staging buffer */
+            zmpi_dtinfo_unpack(pl->d, pl->stage, zmpi_p2p_status_bytes(st) / pl->es, buf);
     }
     if (rc)
         PMPI_Status_set_elements(st, MPI_BYTE, 0);
