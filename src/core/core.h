@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "zmpi/zmpi.h"
 
@@ -368,6 +369,13 @@ void zmpi_dtinfo_get(MPI_Datatype type, zmpi_dtinfo **out);
 /* As zmpi_dtinfo_get, also for a packable type that overlaps (a send side). */
 void zmpi_dtinfo_get_send(MPI_Datatype type, zmpi_dtinfo **out);
 void zmpi_dtinfo_release(zmpi_dtinfo *d);
+/* buf + off bytes, computed on the address: buf may be MPI_BOTTOM (a null
+ * pointer in MPICH and Open MPI) with off an absolute address, and a
+ * negative displacement may reach below buf. */
+static inline void *zmpi_at(const void *buf, MPI_Aint off)
+{
+    return (void *)((uintptr_t)buf + (uintptr_t)off);
+}
 /* Copies `count` instances of d at buf into dst (count*n elements). */
 void zmpi_dtinfo_pack(const zmpi_dtinfo *d, const void *buf, size_t count, void *dst);
 /* Copies the first `elems` elements of src into the type map of instances

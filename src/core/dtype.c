@@ -415,10 +415,10 @@ void zmpi_dtinfo_pack(const zmpi_dtinfo *d, const void *buf, size_t count, void 
 {
     unsigned char *o = dst;
     for (size_t i = 0; i < count; i++) {
-        const unsigned char *base = (const unsigned char *)buf + (MPI_Aint)i * d->extent;
+        MPI_Aint base = (MPI_Aint)i * d->extent;
         for (size_t j = 0; j < d->nruns; j++) {
             size_t b = d->runs[j].count * d->es;
-            memcpy(o, base + d->runs[j].disp, b);
+            memcpy(o, zmpi_at(buf, base + d->runs[j].disp), b);
             o += b;
         }
     }
@@ -428,10 +428,10 @@ void zmpi_dtinfo_unpack(const zmpi_dtinfo *d, const void *src, size_t elems, voi
 {
     const unsigned char *s = src;
     for (size_t i = 0; elems > 0; i++) {
-        unsigned char *base = (unsigned char *)buf + (MPI_Aint)i * d->extent;
+        MPI_Aint base = (MPI_Aint)i * d->extent;
         for (size_t j = 0; j < d->nruns && elems > 0; j++) {
             size_t c = d->runs[j].count < elems ? d->runs[j].count : elems;
-            memcpy(base + d->runs[j].disp, s, c * d->es);
+            memcpy(zmpi_at(buf, base + d->runs[j].disp), s, c * d->es);
             s += c * d->es;
             elems -= c;
         }

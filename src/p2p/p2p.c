@@ -507,17 +507,13 @@ static int send_derived(const void *buf, int count, MPI_Datatype type, int peer,
         rc = send_prepare(buf, (int)total, d->basic, peer, tag, comm, out, len, owned);
         goto fn_exit;
     }
-    if (!buf) {
-        rc = MPI_ERR_BUFFER;
-        goto fn_exit;
-    }
-    on = zmpi_call_begin_p2p(&c, comm, d->basic, total * d->es, peer);
+    on = zmpi_call_begin_p2p(&c, comm, d->basic, total * d->es, peer); /* buf may be MPI_BOTTOM */
     if (on == ZMPI_CALL_ERR) {
         rc = c.err;
         goto fn_exit;
     }
     if (on == ZMPI_CALL_PLAIN && total * d->es <= P2P_TYPED_MAX &&
-        memcmp((const char *)buf + d->runs[0].disp, magic, sizeof magic))
+        memcmp(zmpi_at(buf, d->runs[0].disp), magic, sizeof magic))
         goto fn_exit; /* raw, and no stream can start with its first element: the user's call */
     ZMPI_CHECK(zmpi_alloc(total * d->es, &packed));
     zmpi_dtinfo_pack(d, buf, (size_t)count, packed);

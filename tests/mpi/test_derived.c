@@ -513,6 +513,30 @@ static void test_edges(env *e)
     }
     MPI_Type_free(&t);
     MPI_Type_free(&z);
+    /* absolute addresses from MPI_BOTTOM (whose address may be 0): a small
+     * raw message and one large enough to be compressed, each into floats */
+    static float big[400];
+    for (int i = 0; i < 400; i++)
+        big[i] = (float)(i % 97) * 0.25f;
+    for (int len = 8; len <= 100; len += 92) {
+        MPI_Aint at[2];
+        int bl[2] = {len, len};
+        MPI_Get_address(&big[0], &at[0]);
+        MPI_Get_address(&big[200], &at[1]);
+        MPI_Type_create_hindexed(2, bl, at, MPI_FLOAT, &t);
+        MPI_Type_commit(&t);
+        float got[200];
+        for (int i = 0; i < 200; i++)
+            got[i] = -1.0f;
+        MT_CHECK_RC(e->t, ZMPI_Sendrecv(MPI_BOTTOM, 1, t, e->right, 16, got, 200, MPI_FLOAT, e->left, 16, e->comm, &st),
+                    "Sendrecv from MPI_BOTTOM");
+        MPI_Get_count(&st, MPI_FLOAT, &cnt);
+        int ok = cnt == 2 * len;
+        for (int i = 0; i < 2 * len && ok; i++)
+            ok = fabsf(got[i] - big[i < len ? i : 200 + i - len]) <= 1e-3f;
+        MT_CHECK(e->t, ok, "%d floats of absolute addresses from MPI_BOTTOM: count %d or values wrong", 2 * len, cnt);
+        MPI_Type_free(&t);
+    }
 }
 
 /* MPI_INT vectors and a float + double struct go as plain MPI: byte
