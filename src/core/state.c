@@ -99,6 +99,26 @@ static void make_key(void)
         state_key = k;
 }
 
+/* s's size and kind, read from comm once: a new state before it is shared,
+ * a state copy_fn made at its first lookup (another thread may look it up
+ * at the same time). */
+static int learn_shape(zmpi_comm_state *s, MPI_Comm comm)
+{
+    int size = 0, inter = 0;
+    if (atomic_load_explicit(&s->sized, memory_order_acquire))
+        return MPI_SUCCESS;
+    if (PMPI_Comm_size(comm, &size) != MPI_SUCCESS || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
+        return MPI_ERR_COMM;
+    pthread_mutex_lock(&s->chan_lock);
+    if (!atomic_load_explicit(&s->sized, memory_order_relaxed)) {
+        s->size = size;
+        s->inter = inter;
+        atomic_store_explicit(&s->sized, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&s->chan_lock);
+    return MPI_SUCCESS;
+}
+
 zmpi_comm_state *zmpi_state(MPI_Comm comm)
 {
     pthread_once(&key_once, make_key);
@@ -108,22 +128,8 @@ zmpi_comm_state *zmpi_state(MPI_Comm comm)
     int flag = 0;
     if (PMPI_Comm_get_attr(comm, state_key, &val, &flag) != MPI_SUCCESS)
         return NULL;
-    if (flag) {
-        zmpi_comm_state *c = val;
-        if (!atomic_load_explicit(&c->sized, memory_order_acquire)) { /* copied by copy_fn */
-            int size = 0, inter = 0;
-            if (PMPI_Comm_size(comm, &size) != MPI_SUCCESS || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
-                return NULL;
-            pthread_mutex_lock(&c->chan_lock);
-            if (!atomic_load_explicit(&c->sized, memory_order_relaxed)) {
-                c->size = size;
-                c->inter = inter;
-                atomic_store_explicit(&c->sized, 1, memory_order_release);
-            }
-            pthread_mutex_unlock(&c->chan_lock);
-        }
-        return c;
-    }
+    if (flag)
+        return learn_shape(val, comm) == MPI_SUCCESS ? val : NULL;
     ZMPI_Config cfg;
     char msg[sizeof ((zmpi_comm_state *)0)->bad] = "";
     int env_bad = zmpi_config_env(&cfg, NULL, msg, sizeof msg);
@@ -132,12 +138,7 @@ zmpi_comm_state *zmpi_state(MPI_Comm comm)
         return NULL;
     if (env_bad) /* every zmpi call on comm reports it */
         snprintf(s->bad, sizeof s->bad, "%s", msg);
-    if (PMPI_Comm_size(comm, &s->size) != MPI_SUCCESS || PMPI_Comm_test_inter(comm, &s->inter) != MPI_SUCCESS) {
-        state_free(s);
-        return NULL;
-    }
-    atomic_store_explicit(&s->sized, 1, memory_order_relaxed); /* published by the attribute */
-    if (PMPI_Comm_set_attr(comm, state_key, s) != MPI_SUCCESS) {
+    if (learn_shape(s, comm) != MPI_SUCCESS || PMPI_Comm_set_attr(comm, state_key, s) != MPI_SUCCESS) {
         state_free(s);
         return NULL;
     }
