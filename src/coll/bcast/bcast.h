@@ -32,4 +32,10 @@ int zmpi_bcast_node(zmpi_call *c, void *buf, size_t count, int root);
  * with zmpi_dm_waitall; *lenbuf must live until then). */
 int zmpi_bcast_stream(zmpi_call *c, void *z, size_t cap, size_t *len, int root, zmpi_dm_reqs *r, uint64_t *lenbuf);
 
+/* The pipelined tree of `pipelined` without reporting it (the node-aware
+ * Bcast runs it among one rank per node): the root's count elements of buf,
+ * compressed chunk by chunk with c's bound, reach every rank's buf decoded;
+ * with root_decodes the root's buf too ends holding the decoded values. */
+int zmpi_bcast_chunks(zmpi_call *c, void *buf, size_t count, int root, int root_decodes);
+
 #endif

@@ -37,6 +37,11 @@
 int zmpi_bcast_pipelined(zmpi_call *c, void *buf, size_t count, int root)
 {
     zmpi_call_ran(c, ZMPI_BCAST_PIPELINED);
+    return zmpi_bcast_chunks(c, buf, count, root, 0);
+}
+
+int zmpi_bcast_chunks(zmpi_call *c, void *buf, size_t count, int root, int root_decodes)
+{
     int rc = MPI_SUCCESS, drc = MPI_SUCCESS;
     int size = c->size, v = (c->rank - root + size) % size;
     size_t chunk = c->st->cfg.chunk, nchunks, capfull, total;
@@ -83,7 +88,7 @@ int zmpi_bcast_pipelined(zmpi_call *c, void *buf, size_t count, int root)
             if (v + m < size)
                 ZMPI_CHECK(zmpi_dm_isend_var(c, SLOT(k), len, cap, zmpi_dm_real(v + m, root, size),
                                              ZMPI_TAG_BCAST, &lenbuf[w], &sreq[w]));
-        if (v != 0) {
+        if (v != 0 || root_decodes) {
             int e = zmpi_block_decompress(c, SLOT(k), len, dst, NELEM(k));
             drc = drc ? drc : e;
         }
