@@ -31,6 +31,13 @@
  *     ZMPI_INTRA_NODE=compress every block but a rank's own), every other
  *     element within one compression's bound of its block, Alltoall and
  *     uneven Alltoallv with zeros, MPI_IN_PLACE;
+ *   - Allgather(v) `node` (the ranks of one local rank exchange compressed
+ *     blocks, then share them inside their node): even and uneven blocks
+ *     with zeros and gaps, MPI_IN_PLACE, float and double, ABS and REL,
+ *     hostile values: a rank's own block and those of its node
+ *     byte-identical, every other element within one compression's bound
+ *     of its block, the gaps untouched, every rank of a node holding the
+ *     same values; nodes of different sizes run `rdb` (flat);
  *   - the decision on a network the model finds too fast to gain: the
  *     node-aware default runs first all the same, to be measured (the model
  *     knows flat algorithms only), a flat one does not;
@@ -47,7 +54,7 @@
 
 static mt_state T;
 static MPI_Comm comm;
-static int rank, nranks, id_node, id_rhd, id_bnode, id_rnode, id_rsg, id_snode, id_gnode;
+static int rank, nranks, id_node, id_rhd, id_bnode, id_rnode, id_rsg, id_snode, id_gnode, id_agnode, id_agrdb;
 
 /* Where one node holds every rank, the call ran as plain MPI (a same-node
  * fallback); elsewhere compressed, by `want` (< 0: not the node-aware
@@ -499,6 +506,95 @@ static void a2a(void)
     }
 }
 
+/* Elements of rank i's Allgatherv block: kind 0 base, 1 uneven with zeros. */
+static int ag_count(int kind, int base, int i)
+{
+    return kind == 0 ? base : i % 3 == 2 ? 0 : base + 29 * i;
+}
+
+/* One Allgather (kind 0) or Allgatherv (kind 1, a gap of 2 elements after
+ * each block) at node_ranks per node; algo 0: the default. Rank i's block
+ * is rt_fill(seed i). */
+static void ag_one(const rt_case *k, int node_ranks, int algo, int kind, int base, int in_place, rt_data data)
+{
+    size_t es = rt_es(k->type), total = 0;
+    int *counts = mt_xmalloc((size_t)nranks * sizeof *counts), *displs = mt_xmalloc((size_t)nranks * sizeof *displs);
+    for (int i = 0; i < nranks; i++) {
+        counts[i] = ag_count(kind, base, i);
+        displs[i] = (int)total;
+        total += (size_t)counts[i] + (kind ? 2 : 0);
+    }
+    size_t mine = (size_t)counts[rank];
+    unsigned char *ref = mt_xmalloc(total * es + 1), *got = mt_xmalloc(total * es + 1);
+    memset(ref, 0x5a, total * es);
+    for (int i = 0; i < nranks; i++)
+        rt_fill(ref + (size_t)displs[i] * es, (size_t)counts[i], k->type, i, data, MPI_SUM);
+    memset(got, 0x5a, total * es);
+    if (in_place)
+        memcpy(got + (size_t)displs[rank] * es, ref + (size_t)displs[rank] * es, mine * es);
+    int nnodes = (nranks + node_ranks - 1) / node_ranks, even = nranks % node_ranks == 0;
+    int multi = nnodes > 1 && nnodes < nranks;
+    /* node: configured, or the default on several multi-rank nodes; nodes of
+     * different sizes run rdb (the ring where N is no power of two) */
+    int node_ran = nnodes > 1 && even && (algo == id_agnode || (algo == 0 && multi));
+    int want = node_ran ? id_agnode : algo == id_agnode || multi ? mt_algo_ran(ZMPI_COLL_ALLGATHER, id_agrdb, nranks) : -1;
+    char what[200];
+    snprintf(what, sizeof what, "allgather%s nodes of %d, algo %d, %s %s base %d in_place %d data %d", kind ? "v" : "",
+             node_ranks, want, rt_type_name(k->type), rt_mode_name(k->mode), base, in_place, (int)data);
+    MT_CHECK_RC(&T, rt_config_nodes(comm, k, 0, 64, ZMPI_COLL_ALLGATHER, algo, ZMPI_CODEC_FZL, node_ranks),
+                "ZMPI_Comm_set_config");
+    ZMPI_Stats s0 = mt_stats(comm);
+    const void *send = in_place ? MPI_IN_PLACE : ref + (size_t)displs[rank] * es;
+    int rc = kind == 0 ? ZMPI_Allgather(send, base, k->type, got, base, k->type, comm)
+                       : ZMPI_Allgatherv(send, (int)mine, k->type, got, counts, displs, k->type, comm);
+    ZMPI_Stats s1 = mt_stats(comm);
+    MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
+    check_way(ZMPI_COLL_ALLGATHER, nnodes, &s0, &s1, want, id_agnode, what);
+    for (int i = 0; i < nranks; i++) {
+        const unsigned char *w = ref + (size_t)displs[i] * es, *g = got + (size_t)displs[i] * es;
+        size_t n = (size_t)counts[i];
+        if (i == rank || nnodes == 1 || (node_ran && i / node_ranks == rank / node_ranks)) {
+            MT_CHECK(&T, !memcmp(g, w, n * es), "%s: the block of rank %d (this rank's node) not exact", what, i);
+        } else {
+            double worst = 0, eb = part_bound(k, w, n);
+            size_t bad = mt_violations(g, w, n, k->type, eb, &worst);
+            MT_CHECK(&T, bad == 0, "%s: block of rank %d: %zu elements beyond %g (worst %g)", what, i, bad, eb, worst);
+        }
+        if (kind)
+            MT_CHECK(&T, !memcmp(g + n * es, ref + (displs[i] + n) * es, 2 * es), "%s: the gap after block %d written",
+                     what, i);
+    }
+    /* every rank of a node holds the same values (node: what one decoded, the others copied) */
+    if (node_ran) {
+        unsigned long long h = rt_hash(got, total * es), *all = mt_xmalloc((size_t)nranks * sizeof *all);
+        MPI_Allgather(&h, 1, MPI_UNSIGNED_LONG_LONG, all, 1, MPI_UNSIGNED_LONG_LONG, comm);
+        for (int i = 0; i < nranks; i++)
+            MT_CHECK(&T, i / node_ranks != rank / node_ranks || all[i] == h,
+                     "%s: ranks %d and %d of one node hold different values", what, rank, i);
+        free(all);
+    }
+    free(counts);
+    free(displs);
+    free(ref);
+    free(got);
+}
+
+static void allgather(void)
+{
+    for (int nr = 1; nr <= 4; nr++) {
+        for (int i = 0; i < 8; i++) {
+            rt_case k = rt_matrix_case(i);
+            ag_one(&k, nr, 0, i % 2, (int[]){1, 700, 3000, 0}[i % 4], i % 3 == 0, RT_FIELD);
+        }
+        rt_case a = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
+        rt_case b = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_SUM};
+        ag_one(&a, nr, 0, 0, 20000, 0, RT_FIELD); /* blocks of 80 KB, above the floor of 64 KiB */
+        ag_one(&b, nr, id_agnode, 1, 2000, 1, RT_NOISE); /* configured */
+        ag_one(&a, nr, 0, 1, 1000, 0, RT_SPECIAL);
+        ag_one(&b, nr, id_agnode, 0, 1000, 0, RT_SPECIAL);
+    }
+}
+
 /* The decision with a network configured so fast that the model finds no
  * gain: where the default is node-aware (several multi-rank nodes), the
  * model (of flat algorithms, one link per rank) does not veto it - the
@@ -551,6 +647,10 @@ int main(int argc, char **argv)
     id_snode = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_SCATTER, "node");
     id_gnode = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_GATHER, "node");
     MT_CHECK(&T, id_snode > 0 && id_gnode > 0, "Scatter / Gather node ids %d %d", id_snode, id_gnode);
+    id_agnode = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_ALLGATHER, "node");
+    id_agrdb = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_ALLGATHER, "rdb");
+    MT_CHECK(&T, id_agnode > 0 && id_agrdb > 0, "Allgather ids %d %d", id_agnode, id_agrdb);
+    allgather();
     moved();
     a2a();
     gather_mismatch();

@@ -60,8 +60,20 @@ static const zmpi_algo algos[ZMPI_ALLGATHER_ALGO_COUNT] = {
                             "recursive doubling of the compress-once blocks: log2 N steps of doubling size "
                             "instead of N-1 (power-of-two N; others run the ring); fewer, larger messages",
                             {.allgatherv = zmpi_allgatherv_rdb}, 0},
+    [ZMPI_ALLGATHER_NODE] = {"node",
+                             "node-aware: the ranks of one local rank, one per node, exchange their compressed "
+                             "blocks (rdb), then each node's ranks share what they decoded, plain; the blocks "
+                             "of a rank's own node exact; the default on several multi-rank nodes",
+                             {.allgatherv = zmpi_allgatherv_node}, 0},
 };
 const zmpi_coll_table zmpi_allgather_table = {algos, ZMPI_ALLGATHER_ALGO_COUNT, ZMPI_ALLGATHER_RDB};
+
+/* Several multi-rank nodes: `node`; else the table's default. */
+static int choose(const zmpi_call *c, const zmpi_coll_args *a)
+{
+    (void)a;
+    return zmpi_coll_multinode(c) ? ZMPI_ALLGATHER_NODE : 0;
+}
 
 /* recvtype is significant on every rank; Allgather's blocks must have int
  * displacements (else plain MPI, not counted) */
@@ -143,4 +155,4 @@ static int plain(const zmpi_coll_args *a)
 }
 
 const zmpi_coll_ops zmpi_allgather_ops = {
-    .shape = shape, .invalid = invalid, .prepare = prepare, .bound = bound, .plain = plain};
+    .shape = shape, .invalid = invalid, .choose = choose, .prepare = prepare, .bound = bound, .plain = plain};

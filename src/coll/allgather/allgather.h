@@ -17,6 +17,7 @@ typedef enum zmpi_allgather_algo {
     ZMPI_ALLGATHER_RING = 1,
     ZMPI_ALLGATHER_CPRP2P = 2,
     ZMPI_ALLGATHER_RDB = 3,
+    ZMPI_ALLGATHER_NODE = 4,
     ZMPI_ALLGATHER_ALGO_COUNT
 } zmpi_allgather_algo;
 
@@ -24,6 +25,8 @@ int zmpi_allgatherv_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const
                          const int *displs);
 int zmpi_allgatherv_rdb(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
                         const int *displs);
+int zmpi_allgatherv_node(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
+                         const int *displs);
 int zmpi_allgatherv_cprp2p(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
                            const int *displs);
 

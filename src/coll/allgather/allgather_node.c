@@ -1,0 +1,138 @@
+/*
+ * Node-aware Allgather(v) for clusters of multi-core nodes: each block is
+ * compressed once by its owner and crosses the network compressed, each
+ * node decodes the other nodes' blocks once, spread over all its cores,
+ * and what moves inside a node is plain.
+ *
+ * M nodes of L ranks each (every node the same L). Group k: the ranks of
+ * local rank k, one per node (the cross communicator of src/core/topo.c).
+ * M = 2, L = 2, ranks 0 1 on node A and 2 3 on node B, blocks b0..b3:
+ *
+ *   1 across the nodes, compressed, every group at once: an Allgatherv of
+ *     its members' blocks by `rdb` (compress once, decode once), each
+ *     block decoded straight into its place of the receive buffer:
+ *        group 0: r0 <-> r2 (b0, b2)     group 1: r1 <-> r3 (b1, b3)
+ *   2 inside every node, plain: each rank sends the blocks of its group
+ *     (its own exact, the others' decoded) to every other rank of its
+ *     node, which receives them into their places (one indexed datatype
+ *     per group: no copies):
+ *        A: r0 -> r1: b0, b2     r1 -> r0: b1, b3      (B alike)
+ *
+ * A node's network card carries every foreign block once per node,
+ * compressed; a rank decodes the M - 1 foreign blocks of its group, not
+ * N - 1 blocks, so the node's L cores share the decoding. Every block of a
+ * rank's own node arrives exact (shared memory moves it faster than a
+ * codec); every rank of a node holds the same values.
+ *
+ * Error per element: one compression, as `rdb` - ABS <= eb; REL <= rel *
+ * (max - min) of the owner's block; message scope = result scope. The
+ * blocks of a rank's own node are exact.
+ *
+ * Selected by default when the communicator spans more than one node and
+ * some node holds more than one of its ranks (src/core/topo.c). With the
+ * layout unknown, one node, or nodes of different sizes (a short last
+ * node: the groups would not cover every rank), it runs `rdb`.
+ */
+#include <limits.h>
+#include <stdlib.h>
+
+#include "coll/allgather/allgather.h"
+#include "coll/common/node.h"
+
+/* Who is in which group: member[m * L + k] the rank of local rank k on node
+ * m (m: the node's index, as the cross communicator ranks its members). */
+static int members(const zmpi_topo *t, int L, int *member)
+{
+    int *seen = calloc((size_t)t->nnodes, sizeof *seen);
+    if (!seen)
+        return MPI_ERR_NO_MEM;
+    for (int r = 0; r < t->size; r++) { /* a node's ranks keep comm's order */
+        int m = t->node_of[r];
+        member[m * L + seen[m]++] = r;
+    }
+    free(seen);
+    return MPI_SUCCESS;
+}
+
+int zmpi_allgatherv_node(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
+                         const int *displs)
+{
+    int rc = MPI_SUCCESS, drc = MPI_SUCCESS;
+    const zmpi_topo *t = atomic_load(&c->st->topo);
+    if (!t || t->size != c->size || t->nnodes < 2 || t->min_local != t->max_local)
+        return zmpi_allgatherv_rdb(c, sendbuf, recvbuf, recvcounts, displs);
+    int M = t->nnodes, L = t->max_local, nreq = 0;
+    int *member = NULL, *gc = NULL, *gd = NULL, *sc = NULL;
+    MPI_Datatype *gt = NULL;
+    MPI_Request *req = NULL;
+    zmpi_node_job j;
+
+    ZMPI_CHECK(zmpi_node_begin(c, t, 0, -1, &j));
+    ZMPI_CHECK(zmpi_alloc((size_t)c->size * sizeof *member, &member));
+    ZMPI_CHECK(zmpi_alloc((size_t)M * sizeof *gc, &gc));
+    ZMPI_CHECK(zmpi_alloc((size_t)M * sizeof *gd, &gd));
+    ZMPI_CHECK(zmpi_alloc((size_t)L * sizeof *sc, &sc));
+    ZMPI_CHECK(zmpi_alloc((size_t)L * sizeof *gt, &gt));
+    ZMPI_CHECK(zmpi_alloc((size_t)2 * (size_t)L * sizeof *req, &req));
+    for (int k = 0; k < L; k++)
+        gt[k] = MPI_DATATYPE_NULL;
+    ZMPI_CHECK(members(t, L, member));
+
+    /* 1: this rank's group across the nodes, compressed (rdb reports itself) */
+    for (int m = 0; m < M; m++) {
+        gc[m] = recvcounts[member[m * L + j.lr]];
+        gd[m] = displs[member[m * L + j.lr]];
+    }
+    zmpi_call sub = *c;
+    sub.comm = j.cross;
+    sub.tune = 0; /* the measurement is the whole call's (zmpi_call_end of c) */
+    sub.rival = 0;
+    PMPI_Comm_rank(j.cross, &sub.rank);
+    PMPI_Comm_size(j.cross, &sub.size);
+    /* a block that did not decode is reported after step 2, so that the
+     * node's other ranks finish */
+    drc = zmpi_allgatherv_rdb(&sub, sendbuf, recvbuf, gc, gd);
+    zmpi_call_ran(c, ZMPI_ALLGATHER_NODE);
+
+    /* 2: every group's blocks to the other ranks of the node, plain */
+    for (int k = 0; k < L; k++) {
+        long long total = 0;
+        for (int m = 0; m < M; m++) {
+            gc[m] = recvcounts[member[m * L + k]];
+            gd[m] = displs[member[m * L + k]];
+            total += gc[m];
+        }
+        sc[k] = total > 0;
+        if (sc[k]) {
+            ZMPI_CHECK(PMPI_Type_indexed(M, gc, gd, c->type, &gt[k]));
+            ZMPI_CHECK(PMPI_Type_commit(&gt[k]));
+        }
+    }
+    for (int q = 0; q < L; q++) {
+        if (q == j.lr)
+            continue;
+        if (sc[q])
+            ZMPI_CHECK(PMPI_Irecv(recvbuf, 1, gt[q], q, ZMPI_TAG_ALLGATHER, j.node, &req[nreq++]));
+        if (sc[j.lr])
+            ZMPI_CHECK(PMPI_Isend(recvbuf, 1, gt[j.lr], q, ZMPI_TAG_ALLGATHER, j.node, &req[nreq++]));
+    }
+    ZMPI_CHECK(PMPI_Waitall(nreq, req, MPI_STATUSES_IGNORE));
+    nreq = 0;
+    rc = drc;
+fn_exit:
+    if (nreq > 0) /* an error path: no request outlives the call */
+        PMPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+    for (int k = 0; gt && k < L; k++)
+        if (gt[k] != MPI_DATATYPE_NULL)
+            PMPI_Type_free(&gt[k]);
+    free(member);
+    free(gc);
+    free(gd);
+    free(sc);
+    free(gt);
+    free(req);
+    zmpi_node_end(c, &j);
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
