@@ -324,6 +324,14 @@ static int fill(zmpi_call *c, zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype t
     return MPI_SUCCESS;
 }
 
+/* The model's estimate of one call (zmpi_model_pick): whether compression
+ * pays, the plain and compressed times, the codec it picks. */
+typedef struct zmpi_plan_model {
+    int pays;
+    double tp, tz;
+    zmpi_codec codec;
+} zmpi_plan_model;
+
 /* How to run the call: the measured ways of this (collective, size class),
  * once each has run. The first calls of a class run the way the model
  * prefers (without ZMPI_NET_BW, no model: the compressed way), then plain
@@ -338,12 +346,12 @@ static int fill(zmpi_call *c, zmpi_comm_state *st, MPI_Comm comm, MPI_Datatype t
  * ZMPI_DECISION=always, and the v-collectives (no size every rank shares):
  * the model alone (which without ZMPI_NET_BW always compresses). Returns
  * the way (ZMPI_WAY_*). */
-static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, zmpi_dtype dt, int rivals)
+static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, const zmpi_plan_model *model,
+                  int rivals)
 {
-    double tp = 0, tz = 0;
     int cls = 0, way, net = st->cfg.net_bw > 0;
     if (st->cfg.decision == 1 || bytes == SIZE_MAX || bytes == 0)
-        return zmpi_model(&st->cfg, coll, size, bytes, dt, NULL, NULL) ? ZMPI_WAY_DEFAULT : ZMPI_WAY_PLAIN;
+        return model->pays ? ZMPI_WAY_DEFAULT : ZMPI_WAY_PLAIN;
     while (cls < ZMPI_TUNE_CLASSES - 1 && (bytes >> (cls + 1)) > 0)
         cls++;
     const double *m = st->tune_t[coll][cls];
@@ -362,9 +370,9 @@ static int decide(zmpi_comm_state *st, ZMPI_Coll coll, int size, size_t bytes, z
         way = ZMPI_WAY_RIVAL; /* plain and the default measured: measure the rival */
     } else {
         /* no network told: no estimate, both ways are measured */
-        int pays = !net || zmpi_model(&st->cfg, coll, size, bytes, dt, &tp, &tz);
+        int pays = !net || model->pays;
         if (mp > 0) {
-            if (net && !nodes && !(tz < mp * (double)bytes))
+            if (net && !nodes && !(model->tz < mp * (double)bytes))
                 return ZMPI_WAY_PLAIN; /* plain stays, measured once: no more measuring */
             way = ZMPI_WAY_DEFAULT; /* the model says compression can beat it: measure */
         } else if (mz > 0) {
@@ -417,10 +425,56 @@ void zmpi_call_plain_done(MPI_Comm comm)
         tune_done(st, comm);
 }
 
+/* The plan of one collective call on st, made once from the call, the
+ * settings and the layout - all of them the same on every rank, so every
+ * rank plans alike: why it runs plain MPI (ZMPI_WHY_*, 0: compressed), the
+ * way (ZMPI_WAY_*: the default algorithm or its rival) and the codec. The
+ * model runs at most once per call; the mechanism (zmpi_call_begin, the
+ * collective's dispatcher) carries the plan out. */
+typedef struct zmpi_plan {
+    int why, way;
+    zmpi_codec codec; /* under ZMPI_CODEC=auto the model's pick, else the configured codec */
+} zmpi_plan;
+
+static void plan_call(zmpi_comm_state *st, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype type, MPI_Op op,
+                      size_t bytes, int rivals, zmpi_dtype *dt, zmpi_plan *p)
+{
+    int size = st->size;
+    p->way = ZMPI_WAY_DEFAULT;
+    p->codec = named_codec(&st->cfg);
+    p->why = why_not(st, type, op, dt);
+    if (!p->why && st->cfg.algorithm[coll] == ZMPI_ALGO_MPI)
+        p->why = ZMPI_WHY_CONFIG;
+    if (!p->why && (size < 2 || (bytes != SIZE_MAX && bytes < st->cfg.min_bytes)))
+        p->why = ZMPI_WHY_SMALL;
+    /* every rank on one node: shared memory moves the data faster than a
+     * codec codes it (the layout was learned by zmpi_state_agree: the same
+     * on every rank) */
+    const zmpi_topo *t = atomic_load(&st->topo);
+    if (!p->why && !st->cfg.intra_node && t && t->size == size && t->nnodes == 1)
+        p->why = ZMPI_WHY_NODE;
+    st->tune_pending = 0;
+    if (p->why)
+        return;
+    /* the model once: its estimate for the decision, its codec for the call */
+    zmpi_plan_model m = {0};
+    m.pays = zmpi_model_pick(&st->cfg, coll, size, bytes, *dt, &m.tp, &m.tz, &m.codec);
+    if (st->cfg.codec == ZMPI_CODEC_AUTO)
+        p->codec = m.codec;
+    /* the model and the measurements, unless an algorithm was chosen
+     * explicitly */
+    if (st->cfg.algorithm[coll] == ZMPI_ALGO_DEFAULT)
+        p->way = decide(st, coll, size, bytes, &m, rivals);
+    if (p->way == ZMPI_WAY_PLAIN) {
+        p->why = ZMPI_WHY_MODEL;
+        if (st->tune_pending) /* plain MPI measured: this call */
+            tune_start(st, comm);
+    }
+}
+
 int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype type, MPI_Op op, size_t bytes,
                     int rivals)
 {
-    int way = ZMPI_WAY_DEFAULT;
     c->err = MPI_SUCCESS;
     zmpi_comm_state *st = zmpi_state(comm);
     if (!st)
@@ -447,30 +501,10 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
         return ZMPI_CALL_ERR;
     atomic_fetch_add(&st->calls, 1);
     atomic_store(&st->last_algo[coll], ZMPI_ALGO_MPI); /* until an algorithm reports that it ran */
-    int why = why_not(st, type, op, &dt);
-    int size = st->size;
-    if (!why && st->cfg.algorithm[coll] == ZMPI_ALGO_MPI)
-        why = ZMPI_WHY_CONFIG;
-    if (!why && (size < 2 || (bytes != SIZE_MAX && bytes < st->cfg.min_bytes)))
-        why = ZMPI_WHY_SMALL;
-    /* every rank on one node: shared memory moves the data faster than a
-     * codec codes it (the layout was learned by zmpi_state_agree: the same
-     * on every rank) */
-    const zmpi_topo *t = atomic_load(&st->topo);
-    if (!why && !st->cfg.intra_node && t && t->size == size && t->nnodes == 1)
-        why = ZMPI_WHY_NODE;
-    /* the model and the measurements, unless an algorithm was chosen
-     * explicitly; they depend only on the configuration, the sizes and values
-     * every rank shares: the same decision on all ranks */
-    st->tune_pending = 0;
-    if (!why && st->cfg.algorithm[coll] == ZMPI_ALGO_DEFAULT)
-        way = decide(st, coll, size, bytes, dt, rivals);
-    if (way == ZMPI_WAY_PLAIN)
-        why = ZMPI_WHY_MODEL;
-    if (why == ZMPI_WHY_MODEL && st->tune_pending)
-        tune_start(st, comm);
-    if (why) {
-        count_why(st, why);
+    zmpi_plan p;
+    plan_call(st, comm, coll, type, op, bytes, rivals, &dt, &p);
+    if (p.why) {
+        count_why(st, p.why);
         return 0;
     }
     /* The collectives' own messages travel on a private duplicate, so that no
@@ -485,11 +519,7 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
         return 0;
     }
     c->coll = coll; /* c->algo: chosen by the collective's dispatcher (src/coll/dispatch.c) */
-    if (st->cfg.codec == ZMPI_CODEC_AUTO) { /* the same on all ranks: it depends on what they share */
-        zmpi_codec k;
-        zmpi_model_pick(&st->cfg, coll, size, bytes, dt, NULL, NULL, &k);
-        zmpi_ctx_set_codec(c->ctx, k);
-    }
+    zmpi_ctx_set_codec(c->ctx, p.codec);
     /* a v-collective's ranks share no size: the model cannot decide the call,
      * so (with zmpi's default algorithm) its blocks decide, each by its own
      * count, which both of its ends know */
@@ -499,7 +529,7 @@ int zmpi_call_begin(zmpi_call *c, MPI_Comm comm, ZMPI_Coll coll, MPI_Datatype ty
     c->chan = zmpi_codec_needs_channel(st->cfg.codec) == 1 && coll == ZMPI_COLL_ALLTOALL;
     if (zmpi_codec_needs_channel(st->cfg.codec) == 1 && !c->chan)
         zmpi_ctx_set_codec(c->ctx, zmpi_codec_intra(st->cfg.codec));
-    c->rival = way == ZMPI_WAY_RIVAL;
+    c->rival = p.way == ZMPI_WAY_RIVAL;
     c->tune = st->tune_pending && st->tune_way != ZMPI_WAY_PLAIN;
     if (c->tune)
         tune_start(st, comm); /* after the one-time set-up above */

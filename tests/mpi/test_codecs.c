@@ -314,6 +314,39 @@ static void allreduce(const codec_case *c, MPI_Datatype type, MPI_Op op, int k)
     free(wref);
 }
 
+/* Bytes the Bcast of one field sends with codec c (the default algorithm;
+ * the same data and root every time). */
+static unsigned long long bcast_sent(const codec_case *c)
+{
+    float *buf = mt_xmalloc(NB * sizeof *buf);
+    fill(buf, NB, MPI_FLOAT, 11, 1); /* every rank the root's data: nothing to check here but bytes */
+    configure(c, ZMPI_COLL_BCAST, ZMPI_ALGO_DEFAULT);
+    ZMPI_Stats s0 = mt_stats(comm);
+    int rc = ZMPI_Bcast(buf, NB, MPI_FLOAT, 0, comm);
+    ZMPI_Stats s1 = mt_stats(comm);
+    MT_CHECK(&T, rc == MPI_SUCCESS, "bcast_sent %s: rc %d", zmpi_codec_name(c->codec), rc);
+    free(buf);
+    unsigned long long sent = s1.bytes_sent - s0.bytes_sent, all = 0;
+    MPI_Allreduce(&sent, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
+    return all;
+}
+
+/* ZMPI_CODEC=auto on a link slow enough for the model to pick fzr codes the
+ * call with fzr (the same bytes as fzr configured), and with fzl where no
+ * network is told. */
+static void auto_pick(void)
+{
+    if (T.size < 2)
+        return;
+    codec_case fzr = {ZMPI_CODEC_FZR, ZMPI_EB_REL, 1e-4, 0}, fzl = {ZMPI_CODEC_FZL, ZMPI_EB_REL, 1e-4, 0};
+    codec_case slow = {ZMPI_CODEC_AUTO, ZMPI_EB_REL, 1e-4, 1.25e6}, plain = {ZMPI_CODEC_AUTO, ZMPI_EB_REL, 1e-4, 0};
+    unsigned long long zr = bcast_sent(&fzr), zl = bcast_sent(&fzl), as = bcast_sent(&slow), an = bcast_sent(&plain);
+    MT_CHECK(&T, zr != zl, "fzr and fzl sent the same %llu bytes: the check below cannot tell them apart", zr);
+    MT_CHECK(&T, as == zr, "auto on 10 Mb/s sent %llu bytes, fzr %llu, fzl %llu: not coded by fzr", as, zr, zl);
+    MT_CHECK(&T, an == zl, "auto, no network told, sent %llu bytes, fzl %llu, fzr %llu: not coded by fzl", an, zl,
+             zr);
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&T, &argc, &argv, "test_codecs");
@@ -348,6 +381,7 @@ int main(int argc, char **argv)
         MT_CHECK(&T, s1.codec_errors == s0.codec_errors, "%s: %llu codec errors", zmpi_codec_name(c->codec),
                  s1.codec_errors - s0.codec_errors);
     }
+    auto_pick();
     MPI_Comm_free(&comm);
     return mt_finish(&T);
 }

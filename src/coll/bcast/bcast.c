@@ -48,8 +48,9 @@ static const zmpi_algo algos[ZMPI_BCAST_ALGO_COUNT] = {
                                       "N x); the default from 4 ranks and 4096 elements per rank on",
                                       {.bcast = zmpi_bcast_scatter_allgather}, 0},
     [ZMPI_BCAST_NODE] = {"node",
-                         "node-aware: the root's node compresses a slice per core, each slice's stream "
-                         "crosses the nodes down a binomial tree, slices allgathered plain inside each node; "
+                         "node-aware: the root's node compresses a slice per core, chunk by chunk, each "
+                         "slice's chunks cross the nodes down a pipelined binomial tree, slices allgathered "
+                         "plain inside each node; "
                          "the default on several multi-rank nodes",
                          {.bcast = zmpi_bcast_node}, 1},
 };
