@@ -27,9 +27,13 @@
  * plain MPI does). Phase 2 is rhd over M members whose inputs are the
  * nodes' partial reductions: M compressions per element.
  *   result scope:  the user's bound eb split over M compressions (ABS:
- *                  eb / M each; REL: eb = rel * (max - min) over all N
- *                  ranks' inputs, found by one small allreduce here, then
- *                  eb / M each), so |result - exact| <= eb on every rank;
+ *                  eb / M each; REL: eb = rel * (max - min) of the
+ *                  inputs' slices the ranks own after phase 1 - each rank
+ *                  scans 1/K of its input while the node reduces, one small
+ *                  allreduce - a part of all N inputs, so never more than
+ *                  rel times their range; then eb / M each), so |result -
+ *                  exact| <= eb (REL: rel * the range of all N inputs) on
+ *                  every rank;
  *                  SUMs on grid codes as in rhd (coll/common/gsum.h).
  *   message scope: each compression within eb (ABS) or rel * the range of
  *                  what it compresses (REL): the result within M * eb,

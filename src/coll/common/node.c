@@ -62,8 +62,14 @@ int zmpi_node_reduce_scatter(zmpi_call *c, zmpi_node_job *j, const void *in, siz
     sub->tune = 0; /* the measurement is the whole call's (zmpi_call_end of c) */
     sub->rival = 0;
     if (c->mode == ZMPI_EB_REL && c->scope == ZMPI_SCOPE_RESULT) {
+        /* the range of the part of the inputs that the ranks scan - each
+         * the slice of its own input that it owns after this phase, 1/K of
+         * it, while MPI reduces: never wider than the range of all inputs,
+         * so the bound applied is at most the promised one */
         double mm[2], g[2];
-        zmpi_value_range(in, count, c->dt, &mm[0], &mm[1], NULL);
+        (void)count;
+        zmpi_value_range((const char *)in + (size_t)j->displs[j->lr] * c->es, (size_t)j->counts[j->lr], c->dt,
+                         &mm[0], &mm[1], NULL);
         mm[0] = -mm[0];
         ZMPI_CHECK(PMPI_Allreduce(mm, g, 2, MPI_DOUBLE, MPI_MAX, c->comm));
         double lo = -g[0], hi = g[1], e = c->eb * (hi - lo);

@@ -35,11 +35,12 @@ void zmpi_node_end(zmpi_call *c, zmpi_node_job *j);
  * reduced over its node into j->mine (plain MPI_Reduce_scatter), and *sub =
  * c run among the ranks of j->cross, measured and reported as the whole call
  * c. In result scope a REL bound becomes the absolute bound rel * (max -
- * min) of every rank's input (one small allreduce over c's communicator,
- * computed while the node reduces), so that the flat algorithm among the
- * nodes bounds the result by the range of all N inputs, not of the nodes'
- * partial results; a zero range (constant or no finite input) makes it
- * lossless. */
+ * min) of the inputs' slices each rank owns after the phase (every rank
+ * scans 1/K of its input, while the node reduces; one small allreduce over
+ * c's communicator): a part of the N inputs, so never wider than their
+ * range, and the flat algorithm among the nodes bounds the result by it -
+ * within rel times the range of all N inputs, not of the nodes' partial
+ * results; a zero range (constant or no finite value) makes it lossless. */
 int zmpi_node_reduce_scatter(zmpi_call *c, zmpi_node_job *j, const void *in, size_t count, MPI_Op op,
                              zmpi_call *sub);
 

@@ -21,9 +21,10 @@
  * Error. Phases 1 and 3 are exact (phase 1 rounds in the datatype, as
  * plain MPI does); phase 2 is rsg over M members: M compressions per
  * element (the root node's own slice M - 1).
- *   result scope:  eb / M each (REL: eb = rel * (max - min) over all N
- *                  ranks' inputs, one small allreduce), so the root's result
- *                  is within eb.
+ *   result scope:  eb / M each (REL: eb = rel * (max - min) of the inputs'
+ *                  slices the ranks own after phase 1, as in allreduce_node.c:
+ *                  never more than rel times the range of all N inputs),
+ *                  so the root's result is within eb.
  *   message scope: each compression within eb (REL: of what it
  *                  compresses): the result within M * eb.
  *
