@@ -456,14 +456,17 @@ static void plan_call(zmpi_comm_state *st, MPI_Comm comm, ZMPI_Coll coll, MPI_Da
     st->tune_pending = 0;
     if (p->why)
         return;
-    /* the model once: its estimate for the decision, its codec for the call */
+    /* the model once, where the plan uses it: its estimate for the decision
+     * (zmpi's default algorithm; an algorithm chosen explicitly is not
+     * decided), its codec under ZMPI_CODEC=auto */
+    int decided = st->cfg.algorithm[coll] == ZMPI_ALGO_DEFAULT;
+    if (!decided && st->cfg.codec != ZMPI_CODEC_AUTO)
+        return;
     zmpi_plan_model m = {0};
     m.pays = zmpi_model_pick(&st->cfg, coll, size, bytes, *dt, &m.tp, &m.tz, &m.codec);
     if (st->cfg.codec == ZMPI_CODEC_AUTO)
         p->codec = m.codec;
-    /* the model and the measurements, unless an algorithm was chosen
-     * explicitly */
-    if (st->cfg.algorithm[coll] == ZMPI_ALGO_DEFAULT)
+    if (decided)
         p->way = decide(st, coll, size, bytes, &m, rivals);
     if (p->way == ZMPI_WAY_PLAIN) {
         p->why = ZMPI_WHY_MODEL;

@@ -33,7 +33,6 @@
  * layout unknown, one node, or nodes of different sizes (a short last
  * node: the groups would not cover every rank), it runs `rdb`.
  */
-#include <limits.h>
 #include <stdlib.h>
 
 #include "coll/allgather/allgather.h"
@@ -62,7 +61,7 @@ int zmpi_allgatherv_node(zmpi_call *c, const void *sendbuf, void *recvbuf, const
     if (!t || t->size != c->size || t->nnodes < 2 || t->min_local != t->max_local)
         return zmpi_allgatherv_rdb(c, sendbuf, recvbuf, recvcounts, displs);
     int M = t->nnodes, L = t->max_local, nreq = 0;
-    int *member = NULL, *gc = NULL, *gd = NULL, *sc = NULL;
+    int *member = NULL, *gc = NULL, *gd = NULL;
     MPI_Datatype *gt = NULL;
     MPI_Request *req = NULL;
     zmpi_node_job j;
@@ -71,7 +70,6 @@ int zmpi_allgatherv_node(zmpi_call *c, const void *sendbuf, void *recvbuf, const
     ZMPI_CHECK(zmpi_alloc((size_t)c->size * sizeof *member, &member));
     ZMPI_CHECK(zmpi_alloc((size_t)M * sizeof *gc, &gc));
     ZMPI_CHECK(zmpi_alloc((size_t)M * sizeof *gd, &gd));
-    ZMPI_CHECK(zmpi_alloc((size_t)L * sizeof *sc, &sc));
     ZMPI_CHECK(zmpi_alloc((size_t)L * sizeof *gt, &gt));
     ZMPI_CHECK(zmpi_alloc((size_t)2 * (size_t)L * sizeof *req, &req));
     for (int k = 0; k < L; k++)
@@ -83,12 +81,8 @@ int zmpi_allgatherv_node(zmpi_call *c, const void *sendbuf, void *recvbuf, const
         gc[m] = recvcounts[member[m * L + j.lr]];
         gd[m] = displs[member[m * L + j.lr]];
     }
-    zmpi_call sub = *c;
-    sub.comm = j.cross;
-    sub.tune = 0; /* the measurement is the whole call's (zmpi_call_end of c) */
-    sub.rival = 0;
-    PMPI_Comm_rank(j.cross, &sub.rank);
-    PMPI_Comm_size(j.cross, &sub.size);
+    zmpi_call sub;
+    zmpi_node_cross_call(c, &j, &sub);
     /* a block that did not decode is reported after step 2, so that the
      * node's other ranks finish */
     drc = zmpi_allgatherv_rdb(&sub, sendbuf, recvbuf, gc, gd);
@@ -102,8 +96,7 @@ int zmpi_allgatherv_node(zmpi_call *c, const void *sendbuf, void *recvbuf, const
             gd[m] = displs[member[m * L + k]];
             total += gc[m];
         }
-        sc[k] = total > 0;
-        if (sc[k]) {
+        if (total > 0) { /* an empty group sends nothing: its type stays null on every rank */
             ZMPI_CHECK(PMPI_Type_indexed(M, gc, gd, c->type, &gt[k]));
             ZMPI_CHECK(PMPI_Type_commit(&gt[k]));
         }
@@ -111,9 +104,9 @@ int zmpi_allgatherv_node(zmpi_call *c, const void *sendbuf, void *recvbuf, const
     for (int q = 0; q < L; q++) {
         if (q == j.lr)
             continue;
-        if (sc[q])
+        if (gt[q] != MPI_DATATYPE_NULL)
             ZMPI_CHECK(PMPI_Irecv(recvbuf, 1, gt[q], q, ZMPI_TAG_ALLGATHER, j.node, &req[nreq++]));
-        if (sc[j.lr])
+        if (gt[j.lr] != MPI_DATATYPE_NULL)
             ZMPI_CHECK(PMPI_Isend(recvbuf, 1, gt[j.lr], q, ZMPI_TAG_ALLGATHER, j.node, &req[nreq++]));
     }
     ZMPI_CHECK(PMPI_Waitall(nreq, req, MPI_STATUSES_IGNORE));
@@ -128,7 +121,6 @@ fn_exit:
     free(member);
     free(gc);
     free(gd);
-    free(sc);
     free(gt);
     free(req);
     zmpi_node_end(c, &j);

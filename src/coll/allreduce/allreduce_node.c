@@ -65,7 +65,7 @@ int zmpi_allreduce_node(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t
         return MPI_SUCCESS;
     ZMPI_CHECK(zmpi_node_begin(c, t, count, -1, &j));
     /* 1: this rank's slice reduced over its node (and the bound of phase 2) */
-    ZMPI_CHECK(zmpi_node_reduce_scatter(c, &j, in, count, op, &sub));
+    ZMPI_CHECK(zmpi_node_reduce_scatter(c, &j, in, op, &sub));
     /* 2: the slice reduced across the nodes, compressed */
     if (j.cross != MPI_COMM_NULL) {
         ZMPI_CHECK(zmpi_allreduce_rhd(&sub, MPI_IN_PLACE, j.mine, (size_t)j.counts[j.lr], op));

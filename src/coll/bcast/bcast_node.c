@@ -97,10 +97,8 @@ int zmpi_bcast_node(zmpi_call *c, void *buf, size_t count, int root)
         ZMPI_CHECK(node_bound(c, mine, n, j.node));
     }
     if (j.cross != MPI_COMM_NULL) { /* 2 and 3: each slice across the nodes, by pipelined's tree */
-        zmpi_call sub = *c;
-        sub.comm = j.cross;
-        PMPI_Comm_rank(j.cross, &sub.rank);
-        PMPI_Comm_size(j.cross, &sub.size);
+        zmpi_call sub;
+        zmpi_node_cross_call(c, &j, &sub);
         /* its root decodes too; a corrupt stream is reported after step 4, so
          * that the node's other ranks finish */
         drc = zmpi_bcast_chunks(&sub, mine, n, rnode, 1);

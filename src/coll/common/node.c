@@ -51,23 +51,31 @@ void zmpi_node_end(zmpi_call *c, zmpi_node_job *j)
     j->counts = j->displs = NULL;
 }
 
-int zmpi_node_reduce_scatter(zmpi_call *c, zmpi_node_job *j, const void *in, size_t count, MPI_Op op,
-                             zmpi_call *sub)
+void zmpi_node_cross_call(const zmpi_call *c, const zmpi_node_job *j, zmpi_call *sub)
+{
+    *sub = *c;
+    sub->tune = 0; /* the measurement is the whole call's (zmpi_call_end of c) */
+    sub->rival = 0;
+    if (j->cross != MPI_COMM_NULL) {
+        sub->comm = j->cross;
+        PMPI_Comm_rank(j->cross, &sub->rank);
+        PMPI_Comm_size(j->cross, &sub->size);
+    }
+}
+
+int zmpi_node_reduce_scatter(zmpi_call *c, zmpi_node_job *j, const void *in, MPI_Op op, zmpi_call *sub)
 {
     int rc = MPI_SUCCESS;
     size_t n = (size_t)j->counts[j->lr];
     ZMPI_CHECK(zmpi_scratch_get(c, (n ? n : 1) * c->es, &j->mine));
     ZMPI_CHECK(PMPI_Ireduce_scatter(in, j->mine, j->counts, c->type, op, j->node, &j->rs));
-    *sub = *c;
-    sub->tune = 0; /* the measurement is the whole call's (zmpi_call_end of c) */
-    sub->rival = 0;
+    zmpi_node_cross_call(c, j, sub);
     if (c->mode == ZMPI_EB_REL && c->scope == ZMPI_SCOPE_RESULT) {
         /* the range of the part of the inputs that the ranks scan - each
          * the slice of its own input that it owns after this phase, 1/K of
          * it, while MPI reduces: never wider than the range of all inputs,
          * so the bound applied is at most the promised one */
         double mm[2], g[2];
-        (void)count;
         zmpi_value_range((const char *)in + (size_t)j->displs[j->lr] * c->es, (size_t)j->counts[j->lr], c->dt,
                          &mm[0], &mm[1], NULL);
         mm[0] = -mm[0];
@@ -75,11 +83,6 @@ int zmpi_node_reduce_scatter(zmpi_call *c, zmpi_node_job *j, const void *in, siz
         double lo = -g[0], hi = g[1], e = c->eb * (hi - lo);
         sub->mode = ZMPI_EB_ABS;
         sub->eb = !(hi > lo) ? 0 : isfinite(e) ? e : DBL_MAX;
-    }
-    if (j->cross != MPI_COMM_NULL) {
-        sub->comm = j->cross;
-        PMPI_Comm_rank(j->cross, &sub->rank);
-        PMPI_Comm_size(j->cross, &sub->size);
     }
     ZMPI_CHECK(PMPI_Wait(&j->rs, MPI_STATUS_IGNORE));
 fn_exit:

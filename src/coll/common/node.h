@@ -31,18 +31,21 @@ typedef struct zmpi_node_job {
 int zmpi_node_begin(zmpi_call *c, const zmpi_topo *t, size_t count, int root, zmpi_node_job *j);
 void zmpi_node_end(zmpi_call *c, zmpi_node_job *j);
 
-/* The reductions' first phase: this rank's slice of `in` (count elements)
- * reduced over its node into j->mine (plain MPI_Reduce_scatter), and *sub =
- * c run among the ranks of j->cross, measured and reported as the whole call
- * c. In result scope a REL bound becomes the absolute bound rel * (max -
+/* The reductions' first phase: this rank's slice of `in` reduced over its
+ * node into j->mine (plain MPI_Reduce_scatter), and *sub the call across the
+ * nodes (zmpi_node_cross_call). In result scope a REL bound becomes the absolute bound rel * (max -
  * min) of the inputs' slices each rank owns after the phase (every rank
  * scans 1/K of its input, while the node reduces; one small allreduce over
  * c's communicator): a part of the N inputs, so never wider than their
  * range, and the flat algorithm among the nodes bounds the result by it -
  * within rel times the range of all N inputs, not of the nodes' partial
  * results; a zero range (constant or no finite value) makes it lossless. */
-int zmpi_node_reduce_scatter(zmpi_call *c, zmpi_node_job *j, const void *in, size_t count, MPI_Op op,
-                             zmpi_call *sub);
+int zmpi_node_reduce_scatter(zmpi_call *c, zmpi_node_job *j, const void *in, MPI_Op op, zmpi_call *sub);
+
+/* *sub = c run among the ranks of j->cross (left on c's communicator where
+ * this rank has none), measured and reported as the whole call c: the flat
+ * algorithm a node-aware one runs across the nodes. */
+void zmpi_node_cross_call(const zmpi_call *c, const zmpi_node_job *j, zmpi_call *sub);
 
 /* The coders of a rooted data-movement call (Scatter, Gather): the ranks of
  * the root's node share the coding of the parts of every rank off that

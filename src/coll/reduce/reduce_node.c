@@ -54,7 +54,7 @@ int zmpi_reduce_node(zmpi_call *c, const void *sendbuf, void *recvbuf, size_t co
     ZMPI_CHECK(zmpi_node_begin(c, t, count, root, &j));
     n = j.counts[j.lr];
     /* 1: this rank's slice reduced over its node (and the bound of phase 2) */
-    ZMPI_CHECK(zmpi_node_reduce_scatter(c, &j, in, count, op, &sub));
+    ZMPI_CHECK(zmpi_node_reduce_scatter(c, &j, in, op, &sub));
     /* 2: the slice reduced across the nodes to the root's node, compressed */
     if (j.cross != MPI_COMM_NULL) {
         ZMPI_CHECK(zmpi_reduce_rsg(&sub, sub.rank == rnode ? MPI_IN_PLACE : j.mine, j.mine, (size_t)n, op, rnode));
