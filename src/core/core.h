@@ -220,7 +220,8 @@ static inline int zmpi_topo_multinode(const zmpi_topo *t, int size)
 static inline int zmpi_node_aware(ZMPI_Coll coll)
 {
     return coll == ZMPI_COLL_ALLREDUCE || coll == ZMPI_COLL_BCAST || coll == ZMPI_COLL_REDUCE ||
-           coll == ZMPI_COLL_SCATTER || coll == ZMPI_COLL_GATHER || coll == ZMPI_COLL_ALLGATHER;
+           coll == ZMPI_COLL_SCATTER || coll == ZMPI_COLL_GATHER || coll == ZMPI_COLL_ALLGATHER ||
+           coll == ZMPI_COLL_REDUCE_SCATTER;
 }
 /* 1 if ranks a and b of a known layout share a node. */
 static inline int zmpi_topo_same(const zmpi_topo *t, int a, int b)

@@ -38,6 +38,13 @@
  *     byte-identical, every other element within one compression's bound
  *     of its block, the gaps untouched, every rank of a node holding the
  *     same values; nodes of different sizes run `rdb` (flat);
+ *   - Reduce_scatter(_block) `node` (each rank reduces the blocks of its
+ *     group from its node's ranks, the groups reduce-scatter across the
+ *     nodes): equal blocks through _block, uneven ones with zeros, a few
+ *     non-empty blocks, MPI_IN_PLACE, float and double, ABS and REL, SUM /
+ *     MIN / MAX, hostile values: every element against plain MPI's and
+ *     the documented bound (message scope ABS: M - 1 compressions); nodes
+ *     of different sizes run the ring;
  *   - the decision on a network the model finds too fast to gain: the
  *     node-aware default runs first all the same, to be measured (the model
  *     knows flat algorithms only), a flat one does not;
@@ -54,7 +61,7 @@
 
 static mt_state T;
 static MPI_Comm comm;
-static int rank, nranks, id_node, id_rhd, id_bnode, id_rnode, id_rsg, id_snode, id_gnode, id_agnode, id_agrdb;
+static int rank, nranks, id_node, id_rhd, id_bnode, id_rnode, id_rsg, id_snode, id_gnode, id_agnode, id_agrdb, id_rsnode, id_rsring;
 
 /* Where one node holds every rank, the call ran as plain MPI (a same-node
  * fallback); elsewhere compressed, by `want` (< 0: not the node-aware
@@ -595,6 +602,92 @@ static void allgather(void)
     }
 }
 
+/* Rank b's block of a Reduce_scatter: kind 0 base each (also through
+ * Reduce_scatter_block), 1 uneven with zeros, 2 a few ranks only. */
+static int rs_count(int kind, int base, int b)
+{
+    return kind == 0 ? base : kind == 1 ? (b % 3 == 1 ? 0 : base + 37 * b) : (b % 3 == 0);
+}
+
+/* One Reduce_scatter at node_ranks per node (algo 0: the default), checked
+ * against plain MPI's in a wider type and the documented bound: result
+ * scope the user's; message scope ABS M - 1 compressions (node) or N - 1
+ * (the ring); REL the ring's (node's partials of L ranks over M - 1 merges
+ * stay within it). */
+static void rs_one(const rt_case *k, int node_ranks, int algo, zmpi_codec codec, int kind, int base, int inplace,
+                   rt_data data)
+{
+    size_t es = rt_es(k->type), total = 0;
+    int m = rt_mult(k->op), rc, block = kind == 0;
+    int *counts = mt_xmalloc((size_t)nranks * sizeof *counts), *wcounts = mt_xmalloc((size_t)nranks * sizeof *wcounts);
+    for (int b = 0; b < nranks; b++) {
+        counts[b] = rs_count(kind, base, b);
+        wcounts[b] = counts[b] * m;
+        total += (size_t)counts[b];
+    }
+    size_t mine = (size_t)counts[rank];
+    void *in = mt_xmalloc(total * es + 1), *got = mt_xmalloc(total * es + 1);
+    void *win = mt_xmalloc(total * (size_t)m * rt_wes(k->type) + 1);
+    void *wref = mt_xmalloc(mine * (size_t)m * rt_wes(k->type) + 1);
+    rt_fill(in, total, k->type, rank, data, k->op);
+    rt_widen(in, total, k->type, k->op, win);
+    MPI_Reduce_scatter(win, wref, wcounts, rt_wtype(k->type), k->op, comm);
+    double R = mt_global_range(in, total, k->type, comm);
+
+    int nnodes = (nranks + node_ranks - 1) / node_ranks, even = nranks % node_ranks == 0;
+    int multi = nnodes > 1 && nnodes < nranks;
+    /* node: configured, or the default on several multi-rank nodes; nodes
+     * of different sizes run the ring */
+    int node_ran = nnodes > 1 && even && (algo == id_rsnode || (algo == 0 && multi));
+    int want = node_ran ? id_rsnode : algo == id_rsnode || multi ? id_rsring : -1;
+    char what[200];
+    snprintf(what, sizeof what,
+             "reduce_scatter%s nodes of %d, algo %d, codec %d, %s %s %s %s base %d inplace %d data %d",
+             block ? "_block" : "", node_ranks, want, (int)codec, rt_type_name(k->type), rt_mode_name(k->mode),
+             rt_scope_name(k->scope), rt_op_name(k->op), base, inplace, (int)data);
+    MT_CHECK_RC(&T, rt_config_nodes(comm, k, 0, 64, ZMPI_COLL_REDUCE_SCATTER, algo, codec, node_ranks),
+                "ZMPI_Comm_set_config");
+    if (inplace)
+        memcpy(got, in, total * es);
+    ZMPI_Stats s0 = mt_stats(comm);
+    const void *send = inplace ? MPI_IN_PLACE : in;
+    rc = block ? ZMPI_Reduce_scatter_block(send, got, base, k->type, k->op, comm)
+               : ZMPI_Reduce_scatter(send, got, counts, k->type, k->op, comm);
+    ZMPI_Stats s1 = mt_stats(comm);
+    MT_CHECK(&T, rc == MPI_SUCCESS, "%s: rc %d", what, rc);
+    if (total > 0)
+        check_way(ZMPI_COLL_REDUCE_SCATTER, nnodes, &s0, &s1, want, id_rsnode, what);
+    int hops = node_ran ? nnodes - 1 : nranks - 1;
+    double bound = k->scope == ZMPI_SCOPE_MESSAGE && k->mode == ZMPI_EB_ABS ? hops * k->eb
+                                                                             : rt_bound(k, R, nranks, nranks - 1, 0);
+    rt_check_result(&T, what, k, got, wref, mine, bound);
+    free(counts);
+    free(wcounts);
+    free(in);
+    free(got);
+    free(win);
+    free(wref);
+}
+
+static void reduce_scatter(void)
+{
+    for (int nr = 1; nr <= 4; nr++) {
+        for (int i = 0; i < RT_MATRIX; i++) {
+            rt_case k = rt_matrix_case(i);
+            int base = (int[]){1, 700, 3000, 0}[(i + nr) % 4];
+            rs_one(&k, nr, 0, ZMPI_CODEC_FZL, i % 3, base, (i / 3 + nr) % 2, RT_FIELD);
+        }
+        rt_case a = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
+        rt_case b = {MPI_DOUBLE, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_MESSAGE, MPI_SUM};
+        rt_case h = {MPI_FLOAT, ZMPI_EB_ABS, 1e-2, ZMPI_SCOPE_RESULT, MPI_MAX};
+        rs_one(&a, nr, 0, ZMPI_CODEC_FZL, 0, 40000, 0, RT_FIELD); /* blocks of 160 KB */
+        rs_one(&a, nr, 0, ZMPI_CODEC_AUTO, 1, 5000, 1, RT_FIELD); /* SUMs on grid codes */
+        rs_one(&b, nr, id_rsnode, ZMPI_CODEC_AUTO, 1, 2000, 0, RT_NOISE); /* configured */
+        rs_one(&a, nr, 0, ZMPI_CODEC_FZL, 0, 1000, 1, RT_SPECIAL);
+        rs_one(&h, nr, id_rsnode, ZMPI_CODEC_FZL, 2, 0, 0, RT_SPECIAL);
+    }
+}
+
 /* The decision with a network configured so fast that the model finds no
  * gain: where the default is node-aware (several multi-rank nodes), the
  * model (of flat algorithms, one link per rank) does not veto it - the
@@ -650,6 +743,10 @@ int main(int argc, char **argv)
     id_agnode = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_ALLGATHER, "node");
     id_agrdb = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_ALLGATHER, "rdb");
     MT_CHECK(&T, id_agnode > 0 && id_agrdb > 0, "Allgather ids %d %d", id_agnode, id_agrdb);
+    id_rsnode = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_REDUCE_SCATTER, "node");
+    id_rsring = ZMPI_Coll_algorithm_from_name(ZMPI_COLL_REDUCE_SCATTER, "ring");
+    MT_CHECK(&T, id_rsnode > 0 && id_rsring > 0, "Reduce_scatter ids %d %d", id_rsnode, id_rsring);
+    reduce_scatter();
     allgather();
     moved();
     a2a();

@@ -261,7 +261,8 @@ static void algorithms(void)
 {
     const char *names[4];
     int m = ZMPI_Coll_algorithms(ZMPI_COLL_REDUCE_SCATTER, 4, NULL, names, NULL);
-    MT_CHECK(&T, m == 2 && !strcmp(names[0], "ring") && !strcmp(names[1], "rhd"), "algorithms: %d", m);
+    MT_CHECK(&T, m == 3 && !strcmp(names[0], "ring") && !strcmp(names[1], "rhd") && !strcmp(names[2], "node"),
+             "algorithms: %d", m); /* node: tests/mpi/test_node.c */
     setenv("ZMPI_REDUCE_SCATTER_ALGORITHM", "mpi", 1);
     ZMPI_Config cfg;
     int rc = ZMPI_Config_from_env(&cfg, NULL);

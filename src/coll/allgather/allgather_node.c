@@ -38,21 +38,6 @@
 #include "coll/allgather/allgather.h"
 #include "coll/common/node.h"
 
-/* Who is in which group: member[m * L + k] the rank of local rank k on node
- * m (m: the node's index, as the cross communicator ranks its members). */
-static int members(const zmpi_topo *t, int L, int *member)
-{
-    int *seen = calloc((size_t)t->nnodes, sizeof *seen);
-    if (!seen)
-        return MPI_ERR_NO_MEM;
-    for (int r = 0; r < t->size; r++) { /* a node's ranks keep comm's order */
-        int m = t->node_of[r];
-        member[m * L + seen[m]++] = r;
-    }
-    free(seen);
-    return MPI_SUCCESS;
-}
-
 int zmpi_allgatherv_node(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
                          const int *displs)
 {
@@ -74,7 +59,7 @@ int zmpi_allgatherv_node(zmpi_call *c, const void *sendbuf, void *recvbuf, const
     ZMPI_CHECK(zmpi_alloc((size_t)2 * (size_t)L * sizeof *req, &req));
     for (int k = 0; k < L; k++)
         gt[k] = MPI_DATATYPE_NULL;
-    ZMPI_CHECK(members(t, L, member));
+    ZMPI_CHECK(zmpi_node_members(t, L, member));
 
     /* 1: this rank's group across the nodes, compressed (rdb reports itself) */
     for (int m = 0; m < M; m++) {

@@ -63,6 +63,22 @@ void zmpi_node_cross_call(const zmpi_call *c, const zmpi_node_job *j, zmpi_call 
     }
 }
 
+int zmpi_node_result_bound(zmpi_call *c, double lo, double hi, zmpi_call *sub)
+{
+    int rc = MPI_SUCCESS;
+    if (c->mode != ZMPI_EB_REL || c->scope != ZMPI_SCOPE_RESULT)
+        return rc;
+    double mm[2] = {-lo, hi}, g[2];
+    ZMPI_CHECK(PMPI_Allreduce(mm, g, 2, MPI_DOUBLE, MPI_MAX, c->comm));
+    lo = -g[0];
+    hi = g[1];
+    double e = c->eb * (hi - lo);
+    sub->mode = ZMPI_EB_ABS;
+    sub->eb = !(hi > lo) ? 0 : isfinite(e) ? e : DBL_MAX;
+fn_fail:
+    return rc;
+}
+
 int zmpi_node_reduce_scatter(zmpi_call *c, zmpi_node_job *j, const void *in, MPI_Op op, zmpi_call *sub)
 {
     int rc = MPI_SUCCESS;
@@ -73,22 +89,29 @@ int zmpi_node_reduce_scatter(zmpi_call *c, zmpi_node_job *j, const void *in, MPI
     if (c->mode == ZMPI_EB_REL && c->scope == ZMPI_SCOPE_RESULT) {
         /* the range of the part of the inputs that the ranks scan - each
          * the slice of its own input that it owns after this phase, 1/K of
-         * it, while MPI reduces: never wider than the range of all inputs,
-         * so the bound applied is at most the promised one */
-        double mm[2], g[2];
-        zmpi_value_range((const char *)in + (size_t)j->displs[j->lr] * c->es, (size_t)j->counts[j->lr], c->dt,
-                         &mm[0], &mm[1], NULL);
-        mm[0] = -mm[0];
-        ZMPI_CHECK(PMPI_Allreduce(mm, g, 2, MPI_DOUBLE, MPI_MAX, c->comm));
-        double lo = -g[0], hi = g[1], e = c->eb * (hi - lo);
-        sub->mode = ZMPI_EB_ABS;
-        sub->eb = !(hi > lo) ? 0 : isfinite(e) ? e : DBL_MAX;
+         * it, while MPI reduces */
+        double lo, hi;
+        zmpi_value_range((const char *)in + (size_t)j->displs[j->lr] * c->es, n, c->dt, &lo, &hi, NULL);
+        ZMPI_CHECK(zmpi_node_result_bound(c, lo, hi, sub));
     }
     ZMPI_CHECK(PMPI_Wait(&j->rs, MPI_STATUS_IGNORE));
 fn_exit:
     return rc;
 fn_fail:
     goto fn_exit;
+}
+
+int zmpi_node_members(const zmpi_topo *t, int L, int *member)
+{
+    int *seen = calloc((size_t)t->nnodes, sizeof *seen);
+    if (!seen)
+        return MPI_ERR_NO_MEM;
+    for (int r = 0; r < t->size; r++) { /* a node's ranks keep comm's order */
+        int m = t->node_of[r];
+        member[m * L + seen[m]++] = r;
+    }
+    free(seen);
+    return MPI_SUCCESS;
 }
 
 int zmpi_node_coders(const zmpi_call *c, const zmpi_topo *t, int root, zmpi_node_coding *k)

@@ -33,14 +33,25 @@ void zmpi_node_end(zmpi_call *c, zmpi_node_job *j);
 
 /* The reductions' first phase: this rank's slice of `in` reduced over its
  * node into j->mine (plain MPI_Reduce_scatter), and *sub the call across the
- * nodes (zmpi_node_cross_call). In result scope a REL bound becomes the absolute bound rel * (max -
- * min) of the inputs' slices each rank owns after the phase (every rank
- * scans 1/K of its input, while the node reduces; one small allreduce over
- * c's communicator): a part of the N inputs, so never wider than their
- * range, and the flat algorithm among the nodes bounds the result by it -
- * within rel times the range of all N inputs, not of the nodes' partial
- * results; a zero range (constant or no finite value) makes it lossless. */
+ * nodes (zmpi_node_cross_call), its bound from zmpi_node_result_bound over
+ * the slice of its own input each rank owns after the phase (every rank
+ * scans 1/K of its input while the node reduces). */
 int zmpi_node_reduce_scatter(zmpi_call *c, zmpi_node_job *j, const void *in, MPI_Op op, zmpi_call *sub);
+
+/* The bound of a node-aware reduction's call across the nodes, *sub: in
+ * result scope a REL bound becomes the absolute bound rel * (max - min) of
+ * the values the ranks scanned, lo..hi on this rank (one small allreduce
+ * over c's communicator) - a part of the N inputs, so never wider than
+ * their range, and the flat algorithm among the nodes bounds the result by
+ * it: within rel times the range of all N inputs, not of the nodes'
+ * partial results; a zero range (constant or no finite value) makes it
+ * lossless. Other modes and scopes keep c's bound. Collective over c. */
+int zmpi_node_result_bound(zmpi_call *c, double lo, double hi, zmpi_call *sub);
+
+/* The groups of a layout whose nodes all hold L ranks:
+ * member[m * L + k] the rank of local rank k on node m (m: the node's
+ * index, as the cross communicator ranks its members). */
+int zmpi_node_members(const zmpi_topo *t, int L, int *member);
 
 /* *sub = c run among the ranks of j->cross (left on c's communicator where
  * this rank has none), measured and reported as the whole call c: the flat

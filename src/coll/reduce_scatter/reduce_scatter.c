@@ -3,8 +3,10 @@
  * (coll/dispatch.h), which runs the plain MPI call or a compressed algorithm
  * (table below, ZMPI_REDUCE_SCATTER_ALGORITHM).
  *
- * Guarantee (ring, the default, and rhd: a reduction cannot forward
- * compressed bytes, so every merge is a compression "hop"):
+ * Guarantee (ring, the default where every rank is a node, and rhd: a
+ * reduction cannot forward compressed bytes, so every merge is a
+ * compression "hop"; `node`, the default on several multi-rank nodes, has
+ * M - 1 hops for M nodes, see reduce_scatter_node.c):
  *   result scope:  every element of the result is within eb of the
  *                  uncompressed reduction (REL: eb = rel * (max - min) of
  *                  all ranks' input vectors); each of the N-1 compressions
@@ -53,6 +55,13 @@ static const zmpi_algo algos[ZMPI_REDUCE_SCATTER_ALGO_COUNT] = {
                                  "reduced as it arrives (error <= (N-1) compressions; measured slower than "
                                  "the ring on the simulated clusters, hence not the default)",
                                  {.reduce_scatter = zmpi_reduce_scatter_rhd}, 0},
+    [ZMPI_REDUCE_SCATTER_NODE] = {"node",
+                                  "node-aware: each rank gets the blocks of its group (its local rank on "
+                                  "every node) from its node's ranks, plain, and reduces them; the groups "
+                                  "reduce-scatter across the nodes by the ring, compressed, every core coding; "
+                                  "error <= M-1 compressions for M nodes; the default on several multi-rank "
+                                  "nodes",
+                                  {.reduce_scatter = zmpi_reduce_scatter_node}, 0},
 };
 const zmpi_coll_table zmpi_reduce_scatter_table = {algos, ZMPI_REDUCE_SCATTER_ALGO_COUNT,
                                                    ZMPI_REDUCE_SCATTER_RING};
@@ -103,6 +112,13 @@ static int plain(const zmpi_coll_args *a)
     return PMPI_Reduce_scatter(a->sendbuf, a->recvbuf, a->recvcounts, a->datatype, a->op, a->comm);
 }
 
+/* Several multi-rank nodes: `node`; else the table's default. */
+static int choose(const zmpi_call *c, const zmpi_coll_args *a)
+{
+    (void)a;
+    return zmpi_coll_multinode(c) ? ZMPI_REDUCE_SCATTER_NODE : 0;
+}
+
 /* No bound: the algorithms set it for N - 1 merges (zmpi_reduce_scatter_run). */
 const zmpi_coll_ops zmpi_reduce_scatter_ops = {
-    .reduces = 1, .shape = shape, .prepare = prepare, .plain = plain};
+    .reduces = 1, .shape = shape, .choose = choose, .prepare = prepare, .plain = plain};

@@ -11,12 +11,14 @@
 typedef enum zmpi_reduce_scatter_algo {
     ZMPI_REDUCE_SCATTER_RING = 1,
     ZMPI_REDUCE_SCATTER_RHD = 2,
+    ZMPI_REDUCE_SCATTER_NODE = 3,
     ZMPI_REDUCE_SCATTER_ALGO_COUNT
 } zmpi_reduce_scatter_algo;
 
 int zmpi_reduce_scatter_ring(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts,
                              MPI_Op op);
 int zmpi_reduce_scatter_rhd(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Op op);
+int zmpi_reduce_scatter_node(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Op op);
 /* Both: the blocks laid out from recvcounts, the bound set for N - 1 merges,
  * then the ring kernel, or recursive halving (halving != 0, a power-of-two
  * number of ranks). */
