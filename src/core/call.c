@@ -578,7 +578,7 @@ static int p2p_decide(zmpi_comm_state *st, MPI_Datatype type, size_t bytes, int 
         why = ZMPI_WHY_NODE;
     if (why)
         count_why(st, why);
-    else if (bytes >= st->cfg.min_bytes)
+    else if (bytes >= st->cfg.min_bytes && bytes > ZMPI_P2P_RAW_MAX)
         atomic_fetch_add(&st->compressed, 1);
     else
         atomic_fetch_add(&st->fallback_small, 1);
@@ -625,7 +625,7 @@ int zmpi_call_begin_p2p(zmpi_call *c, MPI_Comm comm, MPI_Datatype type, size_t b
         return ZMPI_CALL_ERR;
     if (p2p_decide(st, type, bytes, p2p_same_node(st, comm, peer), &dt))
         return ZMPI_CALL_PLAIN;
-    if (bytes < st->cfg.min_bytes && zmpi_codec_needs_channel(st->cfg.codec) != 1)
+    if ((bytes < st->cfg.min_bytes || bytes <= ZMPI_P2P_RAW_MAX) && zmpi_codec_needs_channel(st->cfg.codec) != 1)
         return ZMPI_CALL_PLAIN; /* raw whatever the data (counted as small): no codec context to make */
     if (fill(c, st, comm, type, dt, st->cfg.min_bytes)) {
         count_why(st, ZMPI_WHY_CONFIG);

@@ -177,6 +177,15 @@ int zmpi_config_check(const ZMPI_Config *cfg, char *msg, size_t cap);
 
 #define ZMPI_NODE_RANKS_MAX (1 << 20) /* largest ZMPI_NODE_RANKS */
 
+/* The wire's raw floor: a point-to-point message of at most this many
+ * bytes always travels raw - never compressed, never framed - whatever
+ * either side's settings, and every zmpi stream on the wire is longer (a
+ * shorter one is padded with zeros to ZMPI_P2P_RAW_MAX + 1 bytes). So a
+ * receive of at most this many bytes, which no longer message can match,
+ * is MPI's own call with no check for a stream, and a message of at most
+ * this many bytes that reaches a larger receive is raw data. */
+#define ZMPI_P2P_RAW_MAX ((size_t)8192)
+
 /* The node layout of a communicator: which ranks share a node. Nodes are
  * numbered 0..nnodes-1 in the order of their lowest rank. */
 typedef struct zmpi_topo {

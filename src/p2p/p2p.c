@@ -160,12 +160,22 @@ static int rplan_other(void *buf, int count, MPI_Datatype type, MPI_Comm comm, z
     return 1;
 }
 
+/* 1 if a receive of (count, type) holds at most ZMPI_P2P_RAW_MAX bytes. */
+static int small_recv(int count, MPI_Datatype type)
+{
+    int tsz = 0;
+    return PMPI_Type_size(type, &tsz) == MPI_SUCCESS && tsz >= 0 &&
+           (size_t)count * (size_t)tsz <= ZMPI_P2P_RAW_MAX;
+}
+
 int zmpi_p2p_rplan_make(void *buf, int count, MPI_Datatype type, MPI_Comm comm, zmpi_p2p_rplan *pl, int *rc)
 {
     memset(pl, 0, sizeof *pl);
     *rc = MPI_SUCCESS;
     if (count < 0)
         return 0; /* MPI reports the error */
+    if (small_recv(count, type))
+        return 0; /* no stream can reach it (ZMPI_P2P_RAW_MAX) */
     if (zmpi_p2p_is_float(type, &pl->es)) {
         pl->rbuf = buf;
         pl->rcount = count;
@@ -221,9 +231,11 @@ static const char *type_name(zmpi_dtype dt)
 int zmpi_p2p_is_message(const void *data, size_t n, zmpi_stream_info *info)
 {
     static const char magic[4] = {'Z', 'M', 'P', 'I'};
-    if (n < sizeof magic || memcmp(data, magic, sizeof magic))
-        return 0;
-    return zmpi_stream_info_get(data, n, info) == ZMPI_OK && info->stream_size == n &&
+    if (n <= ZMPI_P2P_RAW_MAX || memcmp(data, magic, sizeof magic))
+        return 0; /* a message of at most ZMPI_P2P_RAW_MAX bytes is raw */
+    /* exactly n bytes, or padded to the shortest stream on the wire */
+    return zmpi_stream_info_get(data, n, info) == ZMPI_OK &&
+           (info->stream_size == n || (n == ZMPI_P2P_RAW_MAX + 1 && info->stream_size < n)) &&
            (info->flags & ZMPI_SF_MESSAGE);
 }
 
@@ -279,6 +291,7 @@ static int decode(const void *data, size_t nbytes, void *buf, size_t cap, const 
     zmpi_ctx *ctx = zmpi_ctx_create();
     if (!ctx)
         return MPI_ERR_NO_MEM;
+    nbytes = (size_t)info->stream_size; /* without the padding of a short stream */
     if (data == buf) { /* the stream sits where its elements go: decode from a copy */
         copy = malloc(nbytes);
         if (!copy) {
@@ -513,8 +526,8 @@ static int send_derived(const void *buf, int count, MPI_Datatype type, int peer,
         goto fn_exit;
     }
     if (on == ZMPI_CALL_PLAIN && total * d->es <= P2P_TYPED_MAX &&
-        memcmp(zmpi_at(buf, d->runs[0].disp), magic, sizeof magic))
-        goto fn_exit; /* raw, and no stream can start with its first element: the user's call */
+        (total * d->es <= ZMPI_P2P_RAW_MAX || memcmp(zmpi_at(buf, d->runs[0].disp), magic, sizeof magic)))
+        goto fn_exit; /* raw, and no receiver reads it as a stream: the user's call */
     ZMPI_CHECK(zmpi_alloc(total * d->es, &packed));
     zmpi_dtinfo_pack(d, buf, (size_t)count, packed);
     rc = send_body(&c, on, packed, (int)total, d->es, peer, tag, out, len, owned);
@@ -547,7 +560,7 @@ static size_t compress_msg(zmpi_call *c, const void *buf, int count, int peer, i
     zmpi_ctx_set_param(c->ctx, ZMPI_P_MESSAGE, 1);
     if (c->chan && !ch) /* no memory for a channel: the intra-step variant */
         zmpi_ctx_set_codec(c->ctx, zmpi_codec_intra(zmpi_ctx_get_codec(c->ctx)));
-    if (raw >= c->min_bytes && raw > 0 && (*rc = zmpi_alloc(cap, owned)) == MPI_SUCCESS) {
+    if (raw >= c->min_bytes && raw > ZMPI_P2P_RAW_MAX && (*rc = zmpi_alloc(cap, owned)) == MPI_SUCCESS) {
         const uint64_t t0 = zmpi_clock_ns();
         l = ch ? zmpi_chan_compress(c->st, ch, c->ctx, buf, (size_t)count, c->dt, *owned, cap)
                : zmpi_compress(c->ctx, buf, (size_t)count, c->dt, *owned, cap);
@@ -555,7 +568,11 @@ static size_t compress_msg(zmpi_call *c, const void *buf, int count, int peer, i
         if (l < 0)
             atomic_fetch_add(&c->st->codec_errors, 1);
     }
-    if (l > 0 && (size_t)l < raw) { /* a stream only where it is smaller than the data */
+    if (l > 0 && (size_t)l <= ZMPI_P2P_RAW_MAX && ZMPI_P2P_RAW_MAX + 1 < raw && cap > ZMPI_P2P_RAW_MAX) {
+        memset((char *)*owned + l, 0, ZMPI_P2P_RAW_MAX + 1 - (size_t)l); /* the shortest stream on the wire */
+        l = (ptrdiff_t)ZMPI_P2P_RAW_MAX + 1;
+    }
+    if (l > (ptrdiff_t)ZMPI_P2P_RAW_MAX && (size_t)l < raw) { /* a stream only where it is smaller than the data */
         zmpi_chan_release(ch);
         zmpi_stat_sent(c, raw, (size_t)l);
         return (size_t)l;
@@ -789,6 +806,10 @@ static int irecv(void *buf, int count, MPI_Datatype datatype, int source, int ta
     if (how < 0)
         return rc;
     rc = how ? recv_check(&pl, comm) : zmpi_p2p_count_recv(comm, datatype);
+    if (!rc && !how && !zmpi_p2p_has_kept(comm, source, tag)) { /* MPI's own receive, no request of zmpi's */
+        *raised = 1;
+        return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
+    }
     if (!rc)
         rc = zmpi_p2p_op_new(comm, 1, &op);
     if (rc) {
@@ -988,10 +1009,13 @@ int ZMPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int 
         return rc; /* raised by MPI */
     }
     how = zmpi_p2p_rplan_make(buf, count, op->type, comm, &op->plan, &rc);
-    if (how <= 0) { /* MPI's own (a derived type beyond INT_MAX elements), or no memory */
+    if (how < 0) { /* no memory */
         zmpi_p2p_op_discard(op);
-        return how < 0 ? zmpi_raise(comm, rc) : PMPI_Recv_init(buf, count, datatype, source, tag, comm, request);
+        return zmpi_raise(comm, rc);
     }
+    /* MPI's own receive at each start (at most 8 KiB, or a derived type
+     * beyond INT_MAX elements), after the messages a zmpi probe kept */
+    op->decode = how > 0;
     op->buf = buf;
     op->count = count;
     op->source = source;
@@ -1020,11 +1044,12 @@ static int start_op(zmpi_p2p_op *op, int *raised)
             zmpi_p2p_op_done(op, &st, kept_rc); /* complete already; its error comes at completion */
             return MPI_SUCCESS;
         }
-        if ((rc = recv_check(&op->plan, op->comm)) != MPI_SUCCESS) {
+        if ((rc = op->decode ? recv_check(&op->plan, op->comm) : zmpi_p2p_count_recv(op->comm, op->type))) {
             op->active = 0;
             return rc;
         }
-        rc = PMPI_Irecv(op->plan.rbuf, op->plan.pn, op->plan.pt, op->source, op->tag, op->comm, &op->req);
+        rc = op->decode ? PMPI_Irecv(op->plan.rbuf, op->plan.pn, op->plan.pt, op->source, op->tag, op->comm, &op->req)
+                        : PMPI_Irecv(op->buf, op->count, op->type, op->source, op->tag, op->comm, &op->req);
     } else {
         const void *out;
         void *owned;
@@ -1099,6 +1124,8 @@ static int isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
         how = 0;
     if (rc == MPI_SUCCESS && how)
         rc = recv_check(&pl, comm);
+    else if (rc == MPI_SUCCESS && source != MPI_PROC_NULL && comm != MPI_COMM_NULL)
+        rc = zmpi_p2p_count_recv(comm, recvtype); /* MPI's own receive, counted */
     if (rc == MPI_SUCCESS)
         rc = send_prepare(sendbuf, sendcount, sendtype, dest, sendtag, comm, &out, &len, &owned);
     if (rc == MPI_SUCCESS)
@@ -1123,7 +1150,7 @@ static int isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
     } else {
         op->stream = send_copy;
     }
-    if (how > 0 && zmpi_p2p_take_kept(comm, source, recvtag, recvbuf, recvcount, recvtype, &kept_rc, &st)) {
+    if (zmpi_p2p_take_kept(comm, source, recvtag, recvbuf, recvcount, recvtype, &kept_rc, &st)) {
         op->status = st;
         op->err = kept_rc;
     } else if (how > 0) {

@@ -172,6 +172,8 @@ void zmpi_p2p_settle_before(MPI_Comm comm, int source, int tag, uint64_t posted)
 
 /* ---- probe.c ---- */
 
+/* 1 if comm holds a kept message matching (source, tag). */
+int zmpi_p2p_has_kept(MPI_Comm comm, int source, int tag);
 /* Takes the oldest kept message of comm matching (source, tag) and delivers
  * it into (buf, count, type): returns 1 (with *rc and *st set) if there was
  * one, 0 if none. */

@@ -136,6 +136,12 @@ static int deliver_kept(zmpi_kept *k, void *buf, int count, MPI_Datatype type, M
     return rc;
 }
 
+int zmpi_p2p_has_kept(MPI_Comm comm, int source, int tag)
+{
+    zmpi_comm_state *s = zmpi_state(comm);
+    return s && find(s, source, tag, 0) != NULL;
+}
+
 int zmpi_p2p_take_kept(MPI_Comm comm, int source, int tag, void *buf, int count, MPI_Datatype type, int *rc,
                        MPI_Status *st)
 {

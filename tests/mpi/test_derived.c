@@ -27,6 +27,7 @@
 #endif
 
 #define MIN_BYTES 256
+#define RAW_MAX 8192 /* a point-to-point message of at most this many bytes travels raw */
 
 typedef struct env {
     mt_state *t;
@@ -301,6 +302,17 @@ static int make_cases(tcase *cs)
     MPI_Type_free(&u);
     MPI_Type_commit(&t);
     cs[k++] = (tcase){"dup of vector", MPI_FLOAT, 300, 0, t, t, 1, 1};
+    /* F instances of each, so that every message is longer than the 8 KiB
+     * that always travel raw: each is compressed */
+    for (int i = 0; i < k; i++) {
+        int tsz = 0;
+        MPI_Type_size(cs[i].stype, &tsz);
+        size_t bytes = (size_t)tsz * (size_t)cs[i].scount;
+        int f = (int)(RAW_MAX / (bytes ? bytes : 1)) + 1;
+        cs[i].scount *= f;
+        cs[i].rcount *= f;
+        cs[i].nbuf *= (size_t)f;
+    }
     return k;
 }
 
@@ -601,12 +613,12 @@ static void test_ineligible(env *e)
  * Imrecv into a column type (compressed: within the bound, gaps unchanged). */
 static void test_mprobe(env *e)
 {
-    float *a = mt_xmalloc(64 * 96 * 4), *b = mt_xmalloc(64 * 96 * 4), *ref = mt_xmalloc(64 * 96 * 4);
+    float *a = mt_xmalloc(4096 * 8 * 4), *b = mt_xmalloc(4096 * 8 * 4), *ref = mt_xmalloc(4096 * 8 * 4);
     MPI_Datatype col;
-    MPI_Type_vector(64, 1, 96, MPI_FLOAT, &col);
+    MPI_Type_vector(4096, 1, 8, MPI_FLOAT, &col); /* 16 KiB: beyond the raw 8 KiB */
     MPI_Type_commit(&col);
     set_cfg(e, CFG_ABS);
-    tcase c = {"mprobe", MPI_FLOAT, 64 * 96, 0, col, col, 1, 1};
+    tcase c = {"mprobe", MPI_FLOAT, 4096 * 8, 0, col, col, 1, 1};
     for (int k = 0; k < 2; k++) {
         MPI_Request r, rr;
         MPI_Message m;
@@ -614,7 +626,7 @@ static void test_mprobe(env *e)
         int flag = 0, cnt = -2;
         fill_send(a, &c, e->rank, 50 + k);
         fill_send(ref, &c, e->left, 50 + k);
-        memset(b, 0xA5, 64 * 96 * 4);
+        memset(b, 0xA5, 4096 * 8 * 4);
         ZMPI_Stats s0 = mt_stats(e->comm), s1;
         MT_CHECK_RC(e->t, ZMPI_Isend(a + 7, 1, col, e->right, 18, e->comm, &r), "Isend mprobe");
         if (k == 0) {
@@ -630,9 +642,9 @@ static void test_mprobe(env *e)
         s1 = mt_stats(e->comm);
         MPI_Get_count(&st, col, &cnt);
         int ok = cnt == 1;
-        for (int i = 0; i < 64 * 96; i++)
-            ok &= i >= 7 && (i - 7) % 96 == 0 ? fabsf(b[i] - ref[i]) <= 1e-3f : ((unsigned char *)&b[i])[0] == 0xA5;
-        MT_CHECK(e->t, ok && s1.bytes_raw - s0.bytes_raw == 256, "%s: count %d, wrong data or not compressed",
+        for (int i = 0; i < 4096 * 8; i++)
+            ok &= i >= 7 && (i - 7) % 8 == 0 ? fabsf(b[i] - ref[i]) <= 1e-3f : ((unsigned char *)&b[i])[0] == 0xA5;
+        MT_CHECK(e->t, ok && s1.bytes_raw - s0.bytes_raw == 16384, "%s: count %d, wrong data or not compressed",
                  k ? "Improbe/Imrecv" : "Mprobe/Mrecv", cnt);
     }
     MPI_Type_free(&col);

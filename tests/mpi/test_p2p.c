@@ -21,7 +21,7 @@
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 #endif
 
-#define MIN_BYTES 4096
+#define MIN_BYTES 16384 /* above the 8 KiB that always travel raw */
 #define BIG (1 << 20)
 
 typedef struct env {
@@ -670,6 +670,104 @@ static void test_truncate(env *e)
     ring_sendrecv(e, &m, 5000, 1210, 0); /* still working */
 }
 
+/* A zmpi message stream (the codec API with the message flag) of rank r's
+ * field, of whole floats (MPI unpacks no partial element): its length. */
+static ptrdiff_t message_stream(float *x, int r, unsigned char *z)
+{
+    ptrdiff_t l = -1;
+    for (int n = 1000; n < 1200 && (l < 0 || l % 4); n++) {
+        zmpi_ctx *ctx = zmpi_ctx_create();
+        gen(x, (size_t)n, MPI_FLOAT, r, 1410, DATA_FIELD);
+        zmpi_ctx_set_codec(ctx, ZMPI_CODEC_FZL);
+        zmpi_ctx_set_bound(ctx, ZMPI_EB_ABS, 1e-3);
+        zmpi_ctx_set_param(ctx, ZMPI_P_MESSAGE, 1);
+        l = zmpi_compress(ctx, x, (size_t)n, ZMPI_FLOAT, z, 8192);
+        zmpi_ctx_free(ctx);
+    }
+    return l;
+}
+
+/* The wire's raw floor: a message of at most 8 KiB travels raw whatever the
+ * settings (ZMPI_MIN_BYTES=0 here), so a receive of at most 8 KiB is MPI's
+ * own call and never decodes: the bytes of a zmpi message stream (made by
+ * the codec API with the message flag, 1-2 KiB) sent as plain bytes reach a
+ * zmpi receive of 2048 floats exactly as they are (before the floor they
+ * were decoded). One byte more than 8 KiB is compressed; a stream shorter
+ * than the floor goes padded to 8 KiB + 1 bytes and decodes; a compressed
+ * message never fits a receive of at most 8 KiB (MPI_ERR_TRUNCATE, not
+ * data). */
+static void test_raw_floor(env *e)
+{
+    const mcfg m = {MPI_FLOAT, ZMPI_EB_ABS, 1e-3, "float/abs floor"};
+    mt_config(e->comm, ZMPI_CODEC_FZL, m.mode, m.eb, ZMPI_SCOPE_MESSAGE, 0);
+    const int big = 100000;
+    float *sb = xmalloc((size_t)big * 4), *rb = xmalloc((size_t)big * 4);
+    MPI_Status st;
+    ZMPI_Stats s0, s1;
+    for (int n = 2048; n <= 2050; n += 2) { /* 8192 bytes: raw; 8200: compressed */
+        gen(sb, (size_t)n, MPI_FLOAT, e->rank, 1400 + n, DATA_FIELD);
+        ZMPI_Comm_get_stats(e->comm, &s0);
+        MT_CHECK_RC(e->t, ZMPI_Sendrecv(sb, n, MPI_FLOAT, e->right, 13, rb, n, MPI_FLOAT, e->left, 13, e->comm, &st),
+                    "Sendrecv at the floor");
+        ZMPI_Comm_get_stats(e->comm, &s1);
+        unsigned long long raw = s1.bytes_raw - s0.bytes_raw;
+        unsigned long long small = s1.fallback_small - s0.fallback_small;
+        int as_said = n == 2048 ? raw == 0 && small == 1 : raw == (unsigned long long)n * 4;
+        MT_CHECK(e->t, as_said,
+                 "%d bytes with ZMPI_MIN_BYTES=0: %llu bytes compressed, small fallbacks %llu -> %llu", n * 4, raw,
+                 s0.fallback_small, s1.fallback_small);
+        float *ref = xmalloc((size_t)n * 4);
+        gen(ref, (size_t)n, MPI_FLOAT, e->left, 1400 + n, DATA_FIELD);
+        int ok = 1;
+        for (int i = 0; i < n; i++)
+            ok &= n == 2048 ? rb[i] == ref[i] : fabsf(rb[i] - ref[i]) <= 1e-3f;
+        MT_CHECK(e->t, ok, "%d bytes at the floor: %s", n * 4, n == 2048 ? "not exact" : "beyond the bound");
+        free(ref);
+    }
+    /* a constant vector: its stream is far shorter than 8 KiB, padded on the wire */
+    for (int i = 0; i < big; i++)
+        sb[i] = 1.5f;
+    ZMPI_Comm_get_stats(e->comm, &s0);
+    MT_CHECK_RC(e->t, ZMPI_Sendrecv(sb, big, MPI_FLOAT, e->right, 14, rb, big, MPI_FLOAT, e->left, 14, e->comm, &st),
+                "Sendrecv padded");
+    ZMPI_Comm_get_stats(e->comm, &s1);
+    int cnt = -1, same = 1;
+    MPI_Get_count(&st, MPI_FLOAT, &cnt);
+    for (int i = 0; i < big; i++)
+        same &= fabsf(rb[i] - 1.5f) <= 1e-3f;
+    MT_CHECK(e->t, s1.bytes_sent - s0.bytes_sent == 8193 && cnt == big && same,
+             "a short stream: %llu bytes on the wire (expected 8193), count %d, values %s",
+             s1.bytes_sent - s0.bytes_sent, cnt, same ? "right" : "wrong");
+    /* ... which never fits a receive of at most 8 KiB */
+    MPI_Request r;
+    MT_CHECK_RC(e->t, ZMPI_Isend(sb, big, MPI_FLOAT, e->right, 15, e->comm, &r), "Isend padded");
+    int rc = ZMPI_Recv(rb, 2048, MPI_FLOAT, e->left, 15, e->comm, &st);
+    MT_CHECK(e->t, err_class(rc) == MPI_ERR_TRUNCATE, "a compressed message into 8 KiB: class %d, expected %d",
+             err_class(rc), MPI_ERR_TRUNCATE);
+    MT_CHECK_RC(e->t, ZMPI_Wait(&r, MPI_STATUS_IGNORE), "Wait padded send");
+    /* the bytes of a zmpi message stream, sent as plain bytes: raw at the receiver */
+    unsigned char *z = xmalloc(8192), *want = xmalloc(8192);
+    ptrdiff_t zl = message_stream(sb, e->rank, z), wl;
+    MT_CHECK(e->t, zl > 0 && zl <= 8192 && zl % 4 == 0, "a message stream of %td bytes", zl);
+    int zn = zl > 0 ? (int)zl : 0;
+    MPI_Sendrecv(&zn, 1, MPI_INT, e->right, 16, &cnt, 1, MPI_INT, e->left, 16, e->comm, MPI_STATUS_IGNORE);
+    wl = message_stream(sb, e->left, want); /* the left neighbour's stream (its rank's data) */
+    for (int k = 0; k < 2; k++) { /* into 8 KiB (MPI's own receive), then into 400 KB (zmpi's) */
+        MPI_Isend(z, zn, MPI_BYTE, e->right, 17, e->comm, &r);
+        rc = ZMPI_Recv(rb, k ? big : 2048, MPI_FLOAT, e->left, 17, e->comm, &st);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        int got = -1;
+        MPI_Get_count(&st, MPI_BYTE, &got);
+        MT_CHECK(e->t, rc == MPI_SUCCESS && got == cnt && wl == cnt && !memcmp(rb, want, (size_t)(cnt > 0 ? cnt : 0)),
+                 "a stream's bytes into a receive of %d floats: rc %d, %d bytes of %d, %s", k ? big : 2048, rc, got,
+                 cnt, wl == cnt && !memcmp(rb, want, (size_t)(cnt > 0 ? cnt : 0)) ? "as sent" : "decoded or changed");
+    }
+    free(z);
+    free(want);
+    free(sb);
+    free(rb);
+}
+
 /* Poorly compressible data: white noise, hostile values (NaN, Inf, -0.0,
  * denormals, huge), and bounds below the float resolution. */
 static void test_hostile(env *e)
@@ -716,6 +814,7 @@ int main(int argc, char **argv)
     test_fallbacks(&e);
     test_mixed_waitall(&e);
     test_truncate(&e);
+    test_raw_floor(&e);
     test_hostile(&e);
     test_large(&e);
     MPI_Comm_free(&e.comm);
