@@ -446,7 +446,7 @@ static const zmpi_setting settings[] = {
      "result: the bound holds on a collective's result (zmpi splits it over the compressions an element "
      "passes); message: per compressed message (errors can add up)",
      set_scope},
-    {"ZMPI_MIN_BYTES", "65536", "messages below this size are sent uncompressed", set_min_bytes},
+    {"ZMPI_MIN_BYTES", "65536", "messages below this size are sent uncompressed (point-to-point: never one of 8 KiB or less, the wire's raw floor)", set_min_bytes},
     {"ZMPI_THREADS", "1", "OpenMP threads per compression; 0 = all cores of the node; more than the node's cores is an error",
      set_threads},
     {"ZMPI_CHUNK", "65536", "elements per pipelined piece (64 to 67108864)", set_chunk},
