@@ -1150,7 +1150,8 @@ static int isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
     } else {
         op->stream = send_copy;
     }
-    if (zmpi_p2p_take_kept(comm, source, recvtag, recvbuf, recvcount, recvtype, &kept_rc, &st)) {
+    if (source != MPI_PROC_NULL && comm != MPI_COMM_NULL &&
+        zmpi_p2p_take_kept(comm, source, recvtag, recvbuf, recvcount, recvtype, &kept_rc, &st)) {
         op->status = st;
         op->err = kept_rc;
     } else if (how > 0) {
