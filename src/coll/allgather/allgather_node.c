@@ -45,69 +45,39 @@ int zmpi_allgatherv_node(zmpi_call *c, const void *sendbuf, void *recvbuf, const
     const zmpi_topo *t = atomic_load(&c->st->topo);
     if (!t || t->size != c->size || t->nnodes < 2 || t->min_local != t->max_local)
         return zmpi_allgatherv_rdb(c, sendbuf, recvbuf, recvcounts, displs);
-    int M = t->nnodes, L = t->max_local, nreq = 0;
-    int *member = NULL, *gc = NULL, *gd = NULL;
-    MPI_Datatype *gt = NULL;
-    MPI_Request *req = NULL;
+    int nreq = 0;
+    zmpi_node_groups g = {0};
     zmpi_node_job j;
 
     ZMPI_CHECK(zmpi_node_begin(c, t, 0, -1, &j));
-    ZMPI_CHECK(zmpi_alloc((size_t)c->size * sizeof *member, &member));
-    ZMPI_CHECK(zmpi_alloc((size_t)M * sizeof *gc, &gc));
-    ZMPI_CHECK(zmpi_alloc((size_t)M * sizeof *gd, &gd));
-    ZMPI_CHECK(zmpi_alloc((size_t)L * sizeof *gt, &gt));
-    ZMPI_CHECK(zmpi_alloc((size_t)2 * (size_t)L * sizeof *req, &req));
-    for (int k = 0; k < L; k++)
-        gt[k] = MPI_DATATYPE_NULL;
-    ZMPI_CHECK(zmpi_node_members(t, L, member));
+    ZMPI_CHECK(zmpi_node_groups_begin(t, &g));
 
     /* 1: this rank's group across the nodes, compressed (rdb reports itself) */
-    for (int m = 0; m < M; m++) {
-        gc[m] = recvcounts[member[m * L + j.lr]];
-        gd[m] = displs[member[m * L + j.lr]];
-    }
+    (void)zmpi_node_group(&g, j.lr, recvcounts, displs);
     zmpi_call sub;
     zmpi_node_cross_call(c, &j, &sub);
     /* a block that did not decode is reported after step 2, so that the
      * node's other ranks finish */
-    drc = zmpi_allgatherv_rdb(&sub, sendbuf, recvbuf, gc, gd);
+    drc = zmpi_allgatherv_rdb(&sub, sendbuf, recvbuf, g.gc, g.gd);
     zmpi_call_ran(c, ZMPI_ALLGATHER_NODE);
 
     /* 2: every group's blocks to the other ranks of the node, plain */
-    for (int k = 0; k < L; k++) {
-        long long total = 0;
-        for (int m = 0; m < M; m++) {
-            gc[m] = recvcounts[member[m * L + k]];
-            gd[m] = displs[member[m * L + k]];
-            total += gc[m];
-        }
-        if (total > 0) { /* an empty group sends nothing: its type stays null on every rank */
-            ZMPI_CHECK(PMPI_Type_indexed(M, gc, gd, c->type, &gt[k]));
-            ZMPI_CHECK(PMPI_Type_commit(&gt[k]));
-        }
-    }
-    for (int q = 0; q < L; q++) {
+    ZMPI_CHECK(zmpi_node_group_types(&g, recvcounts, displs, c->type));
+    for (int q = 0; q < g.L; q++) {
         if (q == j.lr)
             continue;
-        if (gt[q] != MPI_DATATYPE_NULL)
-            ZMPI_CHECK(PMPI_Irecv(recvbuf, 1, gt[q], q, ZMPI_TAG_ALLGATHER, j.node, &req[nreq++]));
-        if (gt[j.lr] != MPI_DATATYPE_NULL)
-            ZMPI_CHECK(PMPI_Isend(recvbuf, 1, gt[j.lr], q, ZMPI_TAG_ALLGATHER, j.node, &req[nreq++]));
+        if (g.gt[q] != MPI_DATATYPE_NULL)
+            ZMPI_CHECK(PMPI_Irecv(recvbuf, 1, g.gt[q], q, ZMPI_TAG_ALLGATHER, j.node, &g.req[nreq++]));
+        if (g.gt[j.lr] != MPI_DATATYPE_NULL)
+            ZMPI_CHECK(PMPI_Isend(recvbuf, 1, g.gt[j.lr], q, ZMPI_TAG_ALLGATHER, j.node, &g.req[nreq++]));
     }
-    ZMPI_CHECK(PMPI_Waitall(nreq, req, MPI_STATUSES_IGNORE));
+    ZMPI_CHECK(PMPI_Waitall(nreq, g.req, MPI_STATUSES_IGNORE));
     nreq = 0;
     rc = drc;
 fn_exit:
     if (nreq > 0) /* an error path: no request outlives the call */
-        PMPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
-    for (int k = 0; gt && k < L; k++)
-        if (gt[k] != MPI_DATATYPE_NULL)
-            PMPI_Type_free(&gt[k]);
-    free(member);
-    free(gc);
-    free(gd);
-    free(gt);
-    free(req);
+        PMPI_Waitall(nreq, g.req, MPI_STATUSES_IGNORE);
+    zmpi_node_groups_free(&g);
     zmpi_node_end(c, &j);
     return rc;
 fn_fail:

@@ -101,17 +101,68 @@ fn_fail:
     goto fn_exit;
 }
 
-int zmpi_node_members(const zmpi_topo *t, int L, int *member)
+int zmpi_node_groups_begin(const zmpi_topo *t, zmpi_node_groups *g)
 {
-    int *seen = calloc((size_t)t->nnodes, sizeof *seen);
-    if (!seen)
-        return MPI_ERR_NO_MEM;
+    int rc = MPI_SUCCESS, *seen = NULL;
+    memset(g, 0, sizeof *g);
+    g->M = t->nnodes;
+    g->L = t->max_local;
+    ZMPI_CHECK(zmpi_alloc((size_t)t->size * sizeof *g->member, &g->member));
+    ZMPI_CHECK(zmpi_alloc((size_t)g->M * sizeof *g->gc, &g->gc));
+    ZMPI_CHECK(zmpi_alloc((size_t)g->M * sizeof *g->gd, &g->gd));
+    ZMPI_CHECK(zmpi_alloc((size_t)g->L * sizeof *g->gt, &g->gt));
+    ZMPI_CHECK(zmpi_alloc((size_t)2 * (size_t)g->L * sizeof *g->req, &g->req));
+    ZMPI_CHECK(zmpi_alloc((size_t)g->M * sizeof *seen, &seen));
+    for (int k = 0; k < g->L; k++)
+        g->gt[k] = MPI_DATATYPE_NULL;
+    for (int k = 0; k < 2 * g->L; k++)
+        g->req[k] = MPI_REQUEST_NULL;
+    memset(seen, 0, (size_t)g->M * sizeof *seen);
     for (int r = 0; r < t->size; r++) { /* a node's ranks keep comm's order */
         int m = t->node_of[r];
-        member[m * L + seen[m]++] = r;
+        g->member[m * g->L + seen[m]++] = r;
     }
+fn_fail:
     free(seen);
-    return MPI_SUCCESS;
+    return rc;
+}
+
+long long zmpi_node_group(zmpi_node_groups *g, int k, const int *counts, const int *displs)
+{
+    long long total = 0;
+    for (int m = 0; m < g->M; m++) {
+        int r = g->member[m * g->L + k];
+        g->gc[m] = counts[r];
+        g->gd[m] = displs[r];
+        total += g->gc[m];
+    }
+    return total;
+}
+
+int zmpi_node_group_types(zmpi_node_groups *g, const int *counts, const int *displs, MPI_Datatype type)
+{
+    int rc = MPI_SUCCESS;
+    for (int k = 0; k < g->L; k++) {
+        if (zmpi_node_group(g, k, counts, displs) > 0) { /* an empty group moves nothing: null on every rank */
+            ZMPI_CHECK(PMPI_Type_indexed(g->M, g->gc, g->gd, type, &g->gt[k]));
+            ZMPI_CHECK(PMPI_Type_commit(&g->gt[k]));
+        }
+    }
+fn_fail:
+    return rc;
+}
+
+void zmpi_node_groups_free(zmpi_node_groups *g)
+{
+    for (int k = 0; g->gt && k < g->L; k++)
+        if (g->gt[k] != MPI_DATATYPE_NULL)
+            PMPI_Type_free(&g->gt[k]);
+    free(g->member);
+    free(g->gc);
+    free(g->gd);
+    free(g->gt);
+    free(g->req);
+    memset(g, 0, sizeof *g);
 }
 
 int zmpi_node_coders(const zmpi_call *c, const zmpi_topo *t, int root, zmpi_node_coding *k)

@@ -48,10 +48,26 @@ int zmpi_node_reduce_scatter(zmpi_call *c, zmpi_node_job *j, const void *in, MPI
  * lossless. Other modes and scopes keep c's bound. Collective over c. */
 int zmpi_node_result_bound(zmpi_call *c, double lo, double hi, zmpi_call *sub);
 
-/* The groups of a layout whose nodes all hold L ranks:
- * member[m * L + k] the rank of local rank k on node m (m: the node's
- * index, as the cross communicator ranks its members). */
-int zmpi_node_members(const zmpi_topo *t, int L, int *member);
+/* The groups of a layout whose M nodes all hold L ranks (Allgather and
+ * Reduce_scatter `node`): group k is the ranks of local rank k, one per node. */
+typedef struct zmpi_node_groups {
+    int M, L;
+    int *member;      /* [size] member[m * L + k]: the rank of local rank k on node m (m: the node's
+                         index, as the cross communicator ranks its members) */
+    int *gc, *gd;     /* [M] one group's counts and displacements (zmpi_node_group) */
+    MPI_Datatype *gt; /* [L] each group's blocks as one indexed type (MPI_DATATYPE_NULL: none, or empty) */
+    MPI_Request *req; /* [2L] requests of the exchange inside the node */
+} zmpi_node_groups;
+/* The groups of layout t (every node the same size). Free with
+ * zmpi_node_groups_free, on errors too. */
+int zmpi_node_groups_begin(const zmpi_topo *t, zmpi_node_groups *g);
+/* Group k's blocks into g->gc / g->gd (counts[r] elements at displs[r] for
+ * each member r, in node order); returns their total. */
+long long zmpi_node_group(zmpi_node_groups *g, int k, const int *counts, const int *displs);
+/* g->gt[k] for every group k with elements: its blocks of `type` as one
+ * indexed type (the same on every rank). */
+int zmpi_node_group_types(zmpi_node_groups *g, const int *counts, const int *displs, MPI_Datatype type);
+void zmpi_node_groups_free(zmpi_node_groups *g);
 
 /* *sub = c run among the ranks of j->cross (left on c's communicator where
  * this rank has none), measured and reported as the whole call c: the flat

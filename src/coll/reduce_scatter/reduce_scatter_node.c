@@ -52,129 +52,82 @@
 #include "coll/common/ring.h"
 #include "coll/reduce_scatter/reduce_scatter.h"
 
-/* The blocks of group k (counts gc, element displacements gd in the
- * vector, M of them) and their sum. */
-static long long group(const int *recvcounts, const size_t *vd, const int *member, int M, int L, int k, int *gc,
-                       int *gd)
-{
-    long long total = 0;
-    for (int m = 0; m < M; m++) {
-        int r = member[m * L + k];
-        gc[m] = recvcounts[r];
-        gd[m] = vd[r] <= (size_t)INT_MAX ? (int)vd[r] : -1;
-        total += gc[m];
-    }
-    return total;
-}
-
 int zmpi_reduce_scatter_node(zmpi_call *c, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Op op)
 {
     int rc = MPI_SUCCESS;
     const zmpi_topo *t = atomic_load(&c->st->topo);
-    if (!t || t->size != c->size || t->nnodes < 2 || t->min_local != t->max_local)
+    long long total = 0;
+    for (int r = 0; t && r < c->size; r++)
+        total += recvcounts[r];
+    /* flat: the layout unknown, nodes of different sizes, or displacements beyond an int */
+    if (!t || t->size != c->size || t->nnodes < 2 || t->min_local != t->max_local || total > INT_MAX)
         return zmpi_reduce_scatter_ring(c, sendbuf, recvbuf, recvcounts, op);
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     const unsigned char *src = in;
-    int M = t->nnodes, L = t->max_local, live = 0, ok = 1;
-    int *member = NULL, *gc = NULL, *gd = NULL;
-    size_t *vd = NULL, at = 0, es = c->es, n = 0;
+    int live = 0, *vd = NULL;
+    size_t at = 0, es = c->es, n = 0;
     unsigned char *mine = NULL, *peers = NULL;
-    MPI_Datatype *gt = NULL;
-    MPI_Request *req = NULL;
+    zmpi_node_groups g = {0};
     zmpi_node_job j;
     zmpi_call sub;
 
-    ZMPI_CHECK(zmpi_node_begin(c, t, 0, -1, &j));
-    ZMPI_CHECK(zmpi_alloc((size_t)c->size * sizeof *member, &member));
-    ZMPI_CHECK(zmpi_alloc((size_t)c->size * sizeof *vd, &vd));
-    ZMPI_CHECK(zmpi_alloc((size_t)M * sizeof *gc, &gc));
-    ZMPI_CHECK(zmpi_alloc((size_t)M * sizeof *gd, &gd));
-    ZMPI_CHECK(zmpi_alloc((size_t)L * sizeof *gt, &gt));
-    ZMPI_CHECK(zmpi_alloc((size_t)2 * (size_t)L * sizeof *req, &req));
-    for (int k = 0; k < L; k++)
-        gt[k] = MPI_DATATYPE_NULL;
-    ZMPI_CHECK(zmpi_node_members(t, L, member));
-    for (int r = 0; r < c->size; r++) {
-        vd[r] = at;
-        at += (size_t)recvcounts[r];
-    }
-    for (int k = 0; k < L; k++) { /* the same on every rank */
-        long long total = group(recvcounts, vd, member, M, L, k, gc, gd);
-        for (int m = 0; m < M; m++)
-            ok &= gd[m] >= 0;
-        ok &= total <= INT_MAX;
-    }
-    if (!ok) { /* beyond the ints of a datatype: flat */
-        rc = zmpi_reduce_scatter_ring(c, sendbuf, recvbuf, recvcounts, op);
-        goto fn_exit;
-    }
     zmpi_call_ran(c, ZMPI_REDUCE_SCATTER_NODE);
-    if (at == 0)
-        goto fn_exit; /* nothing to reduce on any rank */
-    for (int k = 0; k < L; k++) {
-        long long total = group(recvcounts, vd, member, M, L, k, gc, gd);
-        if (total > 0) { /* an empty group moves nothing: its type stays null on every rank */
-            ZMPI_CHECK(PMPI_Type_indexed(M, gc, gd, c->type, &gt[k]));
-            ZMPI_CHECK(PMPI_Type_commit(&gt[k]));
-        }
-        if (k == j.lr)
-            n = (size_t)total;
+    if (total == 0)
+        return MPI_SUCCESS; /* nothing to reduce on any rank */
+    ZMPI_CHECK(zmpi_node_begin(c, t, 0, -1, &j));
+    ZMPI_CHECK(zmpi_node_groups_begin(t, &g));
+    ZMPI_CHECK(zmpi_alloc((size_t)c->size * sizeof *vd, &vd));
+    for (int r = 0, d = 0; r < c->size; r++) { /* each block's place in the vector */
+        vd[r] = d;
+        d += recvcounts[r];
     }
+    ZMPI_CHECK(zmpi_node_group_types(&g, recvcounts, vd, c->type));
+    n = (size_t)zmpi_node_group(&g, j.lr, recvcounts, vd); /* this rank's group, in g.gc / g.gd from here on */
 
     /* 1: the blocks of every group to its member on this node, plain
      * (receives in req[0..L-1), sends in req[L-1..2L-2), by local rank) */
+    int L = g.L, M = g.M;
     ZMPI_CHECK(zmpi_scratch_get(c, (n ? n : 1) * es, &mine));
     ZMPI_CHECK(zmpi_scratch_get(c, ((size_t)(L - 1) * n + 1) * es, &peers));
-    for (int r = 0; r < 2 * L; r++)
-        req[r] = MPI_REQUEST_NULL;
     live = 1;
     for (int q = 0, slot = 0; q < L; q++) {
         if (q == j.lr)
             continue;
         if (n > 0)
             ZMPI_CHECK(PMPI_Irecv(peers + (size_t)slot * n * es, (int)n, c->type, q, ZMPI_TAG_REDUCE_SCATTER,
-                                  j.node, &req[slot]));
-        if (gt[q] != MPI_DATATYPE_NULL)
-            ZMPI_CHECK(PMPI_Isend(in, 1, gt[q], q, ZMPI_TAG_REDUCE_SCATTER, j.node, &req[L - 1 + slot]));
+                                  j.node, &g.req[slot]));
+        if (g.gt[q] != MPI_DATATYPE_NULL)
+            ZMPI_CHECK(PMPI_Isend(in, 1, g.gt[q], q, ZMPI_TAG_REDUCE_SCATTER, j.node, &g.req[L - 1 + slot]));
         slot++;
     }
-    (void)group(recvcounts, vd, member, M, L, j.lr, gc, gd);
     double lo = INFINITY, hi = -INFINITY;
-    at = 0;
     for (int m = 0; m < M; m++) { /* this rank's own part, and its range while the messages fly */
         double a, b;
-        memcpy(mine + at * es, src + (size_t)gd[m] * es, (size_t)gc[m] * es);
-        if (zmpi_value_range(src + (size_t)gd[m] * es, (size_t)gc[m], c->dt, &a, &b, NULL)) {
+        memcpy(mine + at * es, src + (size_t)g.gd[m] * es, (size_t)g.gc[m] * es);
+        if (zmpi_value_range(src + (size_t)g.gd[m] * es, (size_t)g.gc[m], c->dt, &a, &b, NULL)) {
             lo = a < lo ? a : lo;
             hi = b > hi ? b : hi;
         }
-        at += (size_t)gc[m];
+        at += (size_t)g.gc[m];
     }
     zmpi_node_cross_call(c, &j, &sub);
     ZMPI_CHECK(zmpi_node_result_bound(c, lo, hi, &sub));
     for (int slot = 0; n > 0 && slot < L - 1; slot++) { /* in the order of the local ranks */
-        ZMPI_CHECK(PMPI_Wait(&req[slot], MPI_STATUS_IGNORE));
+        ZMPI_CHECK(PMPI_Wait(&g.req[slot], MPI_STATUS_IGNORE));
         ZMPI_CHECK(zmpi_reduce_local(c, peers + (size_t)slot * n * es, mine, n, op));
     }
-    ZMPI_CHECK(PMPI_Waitall(2 * (L - 1), req, MPI_STATUSES_IGNORE)); /* the sends: `in` may be recvbuf */
+    ZMPI_CHECK(PMPI_Waitall(2 * (L - 1), g.req, MPI_STATUSES_IGNORE)); /* the sends: `in` may be recvbuf */
     live = 0;
 
     /* 2: the group's blocks reduced across the nodes, compressed */
-    ZMPI_CHECK(zmpi_reduce_scatter_run(&sub, mine, recvbuf, gc, op, 0));
+    ZMPI_CHECK(zmpi_reduce_scatter_run(&sub, mine, recvbuf, g.gc, op, 0));
 fn_exit:
     if (live) /* an error path: no request outlives the call */
-        PMPI_Waitall(2 * (L - 1), req, MPI_STATUSES_IGNORE);
-    for (int k = 0; gt && k < L; k++)
-        if (gt[k] != MPI_DATATYPE_NULL)
-            PMPI_Type_free(&gt[k]);
+        PMPI_Waitall(2 * (g.L - 1), g.req, MPI_STATUSES_IGNORE);
     zmpi_scratch_put(c, mine);
     zmpi_scratch_put(c, peers);
-    free(member);
     free(vd);
-    free(gc);
-    free(gd);
-    free(gt);
-    free(req);
+    zmpi_node_groups_free(&g);
     zmpi_node_end(c, &j);
     return rc;
 fn_fail:
