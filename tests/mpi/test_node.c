@@ -45,9 +45,11 @@
  *     MIN / MAX, hostile values: every element against plain MPI's and
  *     the documented bound (message scope ABS: M - 1 compressions); nodes
  *     of different sizes run the ring;
- *   - the decision on a network the model finds too fast to gain: the
- *     node-aware default runs first all the same, to be measured (the model
- *     knows flat algorithms only), a flat one does not;
+ *   - the measured decision, with no network told and with a network the
+ *     model finds too fast to gain: compressed first (warm-up, measured),
+ *     then plain measured - except a flat default on the told network,
+ *     plain at the first call (the model knows flat algorithms only, so
+ *     it never vetoes a node-aware one); every result against the bound;
  *   - the algorithm that ran: `node` by default wherever the communicator
  *     spans several nodes with several ranks on one, the flat default (rhd)
  *     where every rank is a node, `node` when configured on several nodes;
@@ -688,38 +690,73 @@ static void reduce_scatter(void)
     }
 }
 
-/* The decision with a network configured so fast that the model finds no
- * gain: where the default is node-aware (several multi-rank nodes), the
- * model (of flat algorithms, one link per rank) does not veto it - the
- * first call of a size class runs it, to be measured; elsewhere the first
- * call is plain, as the model says (later ones follow the measurements). */
+/* The decision, with a network configured so fast that the model finds no
+ * gain and with no network told (the default). Three calls of one size
+ * class each:
+ * - every rank on one node: all plain, counted as same-node fallbacks;
+ * - several multi-rank nodes, told or not, and no network told on any
+ *   layout: the default compressed algorithm twice (a warm-up, then
+ *   measured; node-aware where the nodes have several ranks, flat where
+ *   each rank is a node), then plain MPI, measured - the model (of flat
+ *   algorithms, one link per rank) never vetoes a node-aware default;
+ * - told the fast network, each rank a node of its own: plain at the
+ *   first call, as the model says (later calls follow the measurement:
+ *   on oversubscribed ranks plain may measure slow enough to try).
+ * Every result is checked against the bound (plain ones exactly). */
 static void decision(void)
 {
     size_t n = (size_t)1 << 16;
     float *in = mt_xmalloc(n * sizeof *in), *out = mt_xmalloc(n * sizeof *out);
-    rt_fill(in, n, MPI_FLOAT, rank, RT_FIELD, MPI_SUM);
     rt_case k = {MPI_FLOAT, ZMPI_EB_REL, 1e-4, ZMPI_SCOPE_RESULT, MPI_SUM};
-    for (int nr = 1; nr <= 4; nr++) {
-        int nnodes = (nranks + nr - 1) / nr, multi = nnodes > 1 && nnodes < nranks;
-        MT_CHECK_RC(&T, rt_config_nodes(comm, &k, 0, 4096, ZMPI_COLL_ALLREDUCE, 0, ZMPI_CODEC_AUTO, nr),
-                    "ZMPI_Comm_set_config");
-        ZMPI_Config cfg;
-        ZMPI_Comm_get_config(comm, &cfg);
-        cfg.decision = 0; /* measured (the test environment has ZMPI_DECISION=always) */
-        cfg.net_bw = 1e13;
-        cfg.net_lat = 1e-7;
-        MT_CHECK_RC(&T, ZMPI_Comm_set_config(comm, &cfg), "ZMPI_Comm_set_config (network)");
-        ZMPI_Stats s0 = mt_stats(comm); /* the settings changed: nothing measured */
-        MT_CHECK_RC(&T, ZMPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm), "ZMPI_Allreduce");
-        ZMPI_Stats s1 = mt_stats(comm);
-        unsigned long long z = s1.compressed - s0.compressed;
-        if (multi)
-            MT_CHECK(&T, z == 1, "nodes of %d: the node-aware Allreduce did not run first", nr);
-        else
-            MT_CHECK(&T, z == 0, "nodes of %d: compressed first on a network the model finds too fast", nr);
-    }
+    size_t wn = n * (size_t)rt_mult(k.op);
+    void *win = mt_xmalloc(wn * rt_wes(k.type)), *wref = mt_xmalloc(wn * rt_wes(k.type));
+    rt_fill(in, n, MPI_FLOAT, rank, RT_FIELD, MPI_SUM);
+    rt_widen(in, n, k.type, k.op, win);
+    MPI_Allreduce(win, wref, (int)wn, rt_wtype(k.type), k.op, comm);
+    double R = mt_global_range(in, n, k.type, comm);
+    for (int told = 0; told < 2; told++)
+        for (int nr = 1; nr <= 4; nr++) {
+            int nnodes = (nranks + nr - 1) / nr, multi = nnodes > 1 && nnodes < nranks;
+            MT_CHECK_RC(&T, rt_config_nodes(comm, &k, 0, 4096, ZMPI_COLL_ALLREDUCE, 0, ZMPI_CODEC_AUTO, nr),
+                        "ZMPI_Comm_set_config");
+            ZMPI_Config cfg;
+            ZMPI_Comm_get_config(comm, &cfg);
+            cfg.decision = 0; /* measured (the test environment has ZMPI_DECISION=always) */
+            cfg.net_bw = told ? 1e13 : 0;
+            cfg.net_lat = told ? 1e-7 : 0;
+            MT_CHECK_RC(&T, ZMPI_Comm_set_config(comm, &cfg), "ZMPI_Comm_set_config (network)");
+            int zway = nnodes > 1 && (multi || !told); /* the first two calls compressed */
+            for (int call = 0; call < 3; call++) {
+                char what[160];
+                snprintf(what, sizeof what, "decision, %s, nodes of %d, call %d",
+                         told ? "a fast network told" : "no network told", nr, call);
+                ZMPI_Stats s0 = mt_stats(comm); /* the settings changed: nothing measured */
+                MT_CHECK_RC(&T, ZMPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm), what);
+                ZMPI_Stats s1 = mt_stats(comm);
+                int z = s1.compressed > s0.compressed, want = zway && call < 2;
+                /* plain first on the told network stays plain unless the
+                 * plain call measured so slow (oversubscribed ranks) that
+                 * the model expects compression to beat it: measured then */
+                if (zway || nnodes == 1 || call == 0)
+                    MT_CHECK(&T, z == want, "%s: %s, expected %s", what, z ? "compressed" : "plain",
+                             want ? "compressed" : "plain");
+                if (nnodes == 1 && nranks > 1)
+                    MT_CHECK(&T, s1.fallback_node == s0.fallback_node + 1, "%s: not a same-node fallback", what);
+                else if (!z && nranks > 1)
+                    MT_CHECK(&T, s1.fallback_model == s0.fallback_model + 1, "%s: not the decision's plain", what);
+                if (z && multi)
+                    mt_check_ran(&T, comm, ZMPI_COLL_ALLREDUCE, id_node, what);
+                else if (z)
+                    MT_CHECK(&T, s1.last_algorithm[ZMPI_COLL_ALLREDUCE] != id_node, "%s: node-aware", what);
+                else
+                    mt_check_ran(&T, comm, ZMPI_COLL_ALLREDUCE, ZMPI_ALGO_MPI, what);
+                rt_check_result(&T, what, &k, out, wref, n, z ? rt_bound(&k, R, nranks, nranks - 1, 1) : 0);
+            }
+        }
     free(in);
     free(out);
+    free(win);
+    free(wref);
 }
 
 int main(int argc, char **argv)
