@@ -216,6 +216,33 @@ fn_fail:
     goto fn_exit;
 }
 
+/* Adds the arrived piece j of x's incoming part (piece g of the table) into
+ * the table; a corrupt piece sets *corrupt and leaves the table's piece as
+ * it was, so that the ring goes on. */
+static int table_add(zmpi_call *c, zmpi_gtable *t, zmpi_xchg *x, size_t j, size_t g, int *corrupt)
+{
+    int rc = MPI_SUCCESS;
+    zmpi_pieces *a = &t->all, *pin = x->in;
+    size_t m = zmpi_pieces_count(pin, j);
+    ZMPI_CHECK(table_ready(c, t, g));
+    ZMPI_CHECK(zmpi_xchg_wait_piece(x, j));
+    const uint64_t t0 = zmpi_clock_ns();
+    ptrdiff_t len = pin->len[j] < 0 ? ZMPI_ERR_CORRUPT
+                                    : zmpi_grid_add(pin->buf + pin->slot[j], (size_t)pin->len[j], a->buf + a->slot[g],
+                                                    (size_t)a->len[g], m, t->sum, t->sumcap);
+    atomic_fetch_add(&c->st->ns_decompress, zmpi_clock_ns() - t0);
+    if (len < 0 || (size_t)len > a->slot[g + 1] - a->slot[g]) {
+        *corrupt = MPI_ERR_OTHER; /* reported at the end; no rank is left waiting */
+        goto fn_exit;
+    }
+    memcpy(a->buf + a->slot[g], t->sum, (size_t)len);
+    a->len[g] = (int)len;
+fn_exit:
+    return rc;
+fn_fail:
+    goto fn_exit;
+}
+
 int zmpi_gtable_exchange(zmpi_call *c, zmpi_gtable *t, int s0, int s1, int to, int k0, int k1, int from, int tag,
                          int *corrupt)
 {
@@ -234,22 +261,8 @@ int zmpi_gtable_exchange(zmpi_call *c, zmpi_gtable *t, int s0, int s1, int to, i
         ZMPI_CHECK(zmpi_xchg_send(&x, j));
         ZMPI_CHECK(zmpi_xchg_poll(&x));
     }
-    for (size_t j = 0; j < pin.n; j++) {
-        size_t g = ks + j, m = zmpi_pieces_count(&pin, j);
-        ZMPI_CHECK(table_ready(c, t, g));
-        ZMPI_CHECK(zmpi_xchg_wait_piece(&x, j));
-        const uint64_t t0 = zmpi_clock_ns();
-        ptrdiff_t len = pin.len[j] < 0 ? ZMPI_ERR_CORRUPT
-                                       : zmpi_grid_add(pin.buf + pin.slot[j], (size_t)pin.len[j], a->buf + a->slot[g],
-                                                       (size_t)a->len[g], m, t->sum, t->sumcap);
-        atomic_fetch_add(&c->st->ns_decompress, zmpi_clock_ns() - t0);
-        if (len < 0 || (size_t)len > a->slot[g + 1] - a->slot[g]) {
-            *corrupt = MPI_ERR_OTHER; /* reported at the end; no rank is left waiting */
-            continue;
-        }
-        memcpy(a->buf + a->slot[g], t->sum, (size_t)len);
-        a->len[g] = (int)len;
-    }
+    for (size_t j = 0; j < pin.n; j++)
+        ZMPI_CHECK(table_add(c, t, &x, j, ks + j, corrupt));
     ZMPI_CHECK(zmpi_xchg_wait(&x));
 fn_exit:
     zmpi_xchg_free(&x);
@@ -268,14 +281,55 @@ void zmpi_gtable_free(zmpi_call *c, zmpi_gtable *t)
     memset(t, 0, sizeof *t);
 }
 
+/* The ring, pipelined across its steps: the block a rank sends in step s is
+ * the one it received in step s - 1, and each of its pieces leaves as soon
+ * as that piece has arrived and been added, while the later pieces of step
+ * s - 1 are still in flight - so the additions and the packing overlap the
+ * transfers of the neighbouring steps instead of alternating with them.
+ * Step s's receives are posted before step s - 1's last pieces are waited
+ * for; both come from the left neighbour with one tag, and MPI's
+ * non-overtaking order matches them to the receives in the order posted. */
 int zmpi_gtable_ring(zmpi_call *c, zmpi_gtable *t, int tag, int *corrupt)
 {
     int rc = MPI_SUCCESS, n = c->size, r = c->rank, left = (r - 1 + n) % n, right = (r + 1) % n;
+    zmpi_pieces pout[2] = {{0}}, pin[2] = {{0}};
+    zmpi_xchg x[2] = {{0}};
+    zmpi_pieces *a = &t->all;
     for (int s = 0; s < n - 1; s++) {
-        int ob = (r - s - 1 + n) % n, ib = (r - s - 2 + 2 * n) % n;
-        ZMPI_CHECK(zmpi_gtable_exchange(c, t, ob, ob + 1, right, ib, ib + 1, left, tag, corrupt));
+        int ob = (r - s - 1 + n) % n, ib = (r - s - 2 + 2 * n) % n, k = s & 1;
+        size_t os = t->bfirst[ob], is = t->bfirst[ib];
+        zmpi_xchg *cur = &x[k], *prev = &x[k ^ 1];
+        ZMPI_CHECK(table_part(c, t, os, t->bfirst[ob + 1], 0, &pout[k]));
+        ZMPI_CHECK(table_part(c, t, is, t->bfirst[ib + 1], 1, &pin[k]));
+        ZMPI_CHECK(zmpi_xchg_start(c, cur, tag, pin[k].n ? left : MPI_PROC_NULL, &pin[k],
+                                   pout[k].n ? right : MPI_PROC_NULL, &pout[k]));
+        for (size_t j = 0; j < pout[k].n; j++) {
+            if (s > 0) /* block ob is the one step s - 1 received: its piece j summed first */
+                ZMPI_CHECK(table_add(c, t, prev, j, os + j, corrupt));
+            else
+                ZMPI_CHECK(table_ready(c, t, os + j));
+            pout[k].len[j] = a->len[os + j];
+            zmpi_stat_sent(c, zmpi_pieces_count(&pout[k], j) * c->grid_es, (size_t)pout[k].len[j]);
+            ZMPI_CHECK(zmpi_xchg_send(cur, j));
+            ZMPI_CHECK(zmpi_xchg_poll(cur));
+        }
+        if (s > 0)
+            ZMPI_CHECK(zmpi_xchg_wait(prev));
+        for (size_t j = 0; j < pin[k].n; j++) /* this rank's own pieces of ib, packed while they travel */
+            ZMPI_CHECK(table_ready(c, t, is + j));
+    }
+    if (n > 1) { /* the last step's pieces: this rank's own block, complete */
+        int k = (n - 2) & 1, ib = r;
+        for (size_t j = 0; j < pin[k].n; j++)
+            ZMPI_CHECK(table_add(c, t, &x[k], j, t->bfirst[ib] + j, corrupt));
+        ZMPI_CHECK(zmpi_xchg_wait(&x[k]));
     }
 fn_exit:
+    for (int k = 0; k < 2; k++) {
+        zmpi_xchg_free(&x[k]);
+        zmpi_pieces_free(c, &pin[k]);
+        zmpi_pieces_free(c, &pout[k]);
+    }
     return rc;
 fn_fail:
     goto fn_exit;

@@ -114,7 +114,8 @@ int zmpi_gtable_exchange(zmpi_call *c, zmpi_gtable *t, int s0, int s1, int to, i
                          int *corrupt);
 void zmpi_gtable_free(zmpi_call *c, zmpi_gtable *t);
 /* Reduce-scatter on the table: the ring over N = c->size blocks (block r
- * ends complete at rank r), or recursive halving over p = 2^k members
+ * ends complete at rank r; pipelined across its steps, a piece forwarded as
+ * soon as it has arrived and been added), or recursive halving over p = 2^k members
  * (member v = rank ranks[v], NULL: rank v; block v ends complete at member
  * v; coll/common/halving.h). */
 int zmpi_gtable_ring(zmpi_call *c, zmpi_gtable *t, int tag, int *corrupt);
